@@ -1,0 +1,1 @@
+"""zoframe plugin package zoframe_admm."""

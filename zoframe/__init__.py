@@ -1,0 +1,72 @@
+"""zoframe: zeroth-order optimisation with plugins and empirical verification.
+
+Quick use::
+
+    import numpy as np, zoframe
+    prob = zoframe.FiniteSum(lambda X: ((X - 1.0) ** 2).sum(axis=1), x0=np.zeros(10))
+    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=500, eta=0.05)
+    print(res.x, res.fun, res.nfev)
+"""
+
+from __future__ import annotations
+
+from zoframe.driver import IterationInfo, RunFailedError, make_rng, minimize
+from zoframe.errors import (
+    BudgetExhausted,
+    DuplicatePluginError,
+    IncompatibleProblemError,
+    InvalidInputError,
+    InvalidParameterError,
+    NonFiniteValueError,
+    PluginError,
+    ShapeError,
+    UnknownNameError,
+    ZoframeError,
+)
+from zoframe.estimators import CoordinateEstimator, Estimate, GaussianEstimator, SphereEstimator
+from zoframe.hooks import hookimpl
+from zoframe.oracle import CountingOracle, MonitorOracle
+from zoframe.problems import Composite, Constrained, FiniteSum, Minimax
+from zoframe.registry import Registry, default_registry
+from zoframe.result import Result, Status, Trace
+from zoframe.specs import EstimatorSpec, ProblemSpec, SolverSpec, param
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BudgetExhausted",
+    "Composite",
+    "Constrained",
+    "CoordinateEstimator",
+    "CountingOracle",
+    "DuplicatePluginError",
+    "Estimate",
+    "EstimatorSpec",
+    "FiniteSum",
+    "GaussianEstimator",
+    "IncompatibleProblemError",
+    "InvalidInputError",
+    "InvalidParameterError",
+    "IterationInfo",
+    "Minimax",
+    "MonitorOracle",
+    "NonFiniteValueError",
+    "PluginError",
+    "ProblemSpec",
+    "Registry",
+    "Result",
+    "RunFailedError",
+    "ShapeError",
+    "SolverSpec",
+    "SphereEstimator",
+    "Status",
+    "Trace",
+    "UnknownNameError",
+    "ZoframeError",
+    "default_registry",
+    "hookimpl",
+    "make_rng",
+    "minimize",
+    "param",
+    "__version__",
+]

@@ -1,0 +1,186 @@
+"""Zeroth-order gradient estimators (SPEC section 2).
+
+Each estimator builds ALL its perturbed points as one ``(rows, d)`` matrix and makes ONE call of
+the batched function, which returns ``(rows, b)`` values for ``b`` components. Several base points
+``(P, d)`` may share the same random directions (STORM / SVRG-type corrections need this): their
+points go into the same matrix, still one call.
+
+The classes are registered as the ``gaussian``, ``sphere`` and ``coordinate`` estimator plugins by
+the first-party package ``zoframe_estimators``; solvers of every family build on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+from zoframe.errors import InvalidParameterError, ShapeError
+from zoframe.protocols import Array, BatchFunction
+from zoframe.specs import param
+
+__all__ = ["Estimate", "GaussianEstimator", "SphereEstimator", "CoordinateEstimator"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The output of one estimate.
+
+    ``grad``: ``(d,)`` for one base point or ``(P, d)``: the estimate averaged over the batch of
+    components. ``per_component``: ``(b, d)`` or ``(P, b, d)`` when asked for. ``values``: base values
+    ``(b,)`` / ``(P, b)`` of the components (``None`` for central differences, which never evaluate
+    the base point). ``calls``: evaluations spent.
+    """
+
+    grad: Array
+    per_component: Array | None
+    values: Array | None
+    calls: int
+
+
+def _base_points(x: Array) -> tuple[Array, bool]:
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim == 1:
+        return arr[None, :], True
+    if arr.ndim == 2:
+        return arr, False
+    raise ShapeError(f"estimate: x must have shape (d,) or (P, d), got {arr.shape}")
+
+
+def _check_mu(mu: float) -> float:
+    if not (isinstance(mu, (int, float, np.floating)) and math.isfinite(mu) and mu > 0):
+        raise InvalidParameterError(
+            f"the smoothing radius mu must be a finite positive number, got {mu!r}; "
+            "typical values are 1e-4 .. 1e-2"
+        )
+    return float(mu)
+
+
+def _call(fun: BatchFunction, pts: Array) -> Array:
+    vals = np.asarray(fun(pts), dtype=np.float64)
+    if vals.ndim == 1:
+        vals = vals[:, None]
+    if vals.ndim != 2 or vals.shape[0] != pts.shape[0]:
+        raise ShapeError(f"estimate: the function returned shape {vals.shape} for {pts.shape[0]} points")
+    return vals
+
+
+@dataclass(frozen=True)
+class _RandomDirections:
+    """Forward differences along q random directions: the shared machinery of GauSGE / UniSGE."""
+
+    q: int = param(10, symbol="q", doc="number of random directions per estimate")
+    mu: float = param(1e-3, symbol="mu", doc="smoothing radius")
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.q, (int, np.integer)) or self.q < 1:
+            raise InvalidParameterError(f"q (number of directions) must be a positive integer, got {self.q!r}")
+        _check_mu(self.mu)
+
+    def rows(self, dim: int, points: int = 1) -> int:
+        """``points * (q + 1)``: each base point plus its q perturbations."""
+        return points * (self.q + 1)
+
+    def directions(self, dim: int, rng: np.random.Generator) -> Array:
+        raise NotImplementedError
+
+    def scale(self, dim: int) -> float:
+        raise NotImplementedError
+
+    def estimate(
+        self,
+        fun: BatchFunction,
+        x: Array,
+        rng: np.random.Generator,
+        *,
+        mu: float | None = None,
+        per_component: bool = False,
+    ) -> Estimate:
+        base, single = _base_points(x)
+        P, d = base.shape
+        h = self.mu if mu is None else _check_mu(mu)
+        U = self.directions(d, rng)  # (q, d), shared by every base point
+        offsets = np.vstack([np.zeros((1, d)), h * U])  # (q+1, d)
+        pts = (base[:, None, :] + offsets[None, :, :]).reshape(P * (self.q + 1), d)
+        vals = _call(fun, pts).reshape(P, self.q + 1, -1)  # ONE call
+        diffs = (vals[:, 1:, :] - vals[:, :1, :]) / h  # (P, q, b)
+        c = self.scale(d) / self.q
+        grad = c * np.einsum("pq,qd->pd", diffs.mean(axis=2), U)
+        comp = c * np.einsum("pqb,qd->pbd", diffs, U) if per_component else None
+        values = vals[:, 0, :]
+        calls = pts.shape[0] * vals.shape[2]
+        if single:
+            return Estimate(grad[0], None if comp is None else comp[0], values[0], calls)
+        return Estimate(grad, comp, values, calls)
+
+
+@dataclass(frozen=True)
+class GaussianEstimator(_RandomDirections):
+    """GauSGE: ``(1/q) sum_k (F(x + mu u_k) - F(x)) / mu * u_k`` with ``u_k ~ N(0, I)``.
+
+    Unbiased for the gradient of ``F_mu(x) = E_u F(x + mu u)`` (Nesterov and Spokoiny 2017).
+    Cost: ``q + 1`` evaluations per component and base point.
+    """
+
+    def directions(self, dim: int, rng: np.random.Generator) -> Array:
+        return rng.standard_normal((self.q, dim))
+
+    def scale(self, dim: int) -> float:
+        return 1.0
+
+
+@dataclass(frozen=True)
+class SphereEstimator(_RandomDirections):
+    """UniSGE: ``(d/q) sum_k (F(x + mu u_k) - F(x)) / mu * u_k``, ``u_k`` uniform on the sphere.
+
+    Unbiased for the gradient of the ball-smoothed function (Flaxman et al. 2005).
+    """
+
+    def directions(self, dim: int, rng: np.random.Generator) -> Array:
+        U = rng.standard_normal((self.q, dim))
+        return U / np.linalg.norm(U, axis=1, keepdims=True)
+
+    def scale(self, dim: int) -> float:
+        return float(dim)
+
+
+@dataclass(frozen=True)
+class CoordinateEstimator:
+    """CooSGE: ``sum_j (F(x + mu e_j) - F(x - mu e_j)) / (2 mu) e_j`` (Huang et al. 2019, eq. 4).
+
+    Central differences along every coordinate: ``2 d`` evaluations per component and base point;
+    exact (up to rounding) on quadratics. Deterministic: ``rng`` is not used.
+    """
+
+    mu: float = param(1e-4, symbol="mu", doc="coordinate smoothing radius")
+
+    def __post_init__(self) -> None:
+        _check_mu(self.mu)
+
+    def rows(self, dim: int, points: int = 1) -> int:
+        """``points * 2 d``."""
+        return points * 2 * dim
+
+    def estimate(
+        self,
+        fun: BatchFunction,
+        x: Array,
+        rng: np.random.Generator,
+        *,
+        mu: float | None = None,
+        per_component: bool = False,
+    ) -> Estimate:
+        base, single = _base_points(x)
+        P, d = base.shape
+        h = self.mu if mu is None else _check_mu(mu)
+        E = h * np.eye(d)
+        offsets = np.vstack([E, -E])  # (2d, d)
+        pts = (base[:, None, :] + offsets[None, :, :]).reshape(P * 2 * d, d)
+        vals = _call(fun, pts).reshape(P, 2 * d, -1)  # ONE call
+        comp = (vals[:, :d, :] - vals[:, d:, :]).transpose(0, 2, 1) / (2.0 * h)  # (P, b, d)
+        grad = comp.mean(axis=1)
+        calls = pts.shape[0] * vals.shape[2]
+        if single:
+            return Estimate(grad[0], comp[0] if per_component else None, None, calls)
+        return Estimate(grad, comp if per_component else None, None, calls)

@@ -1,0 +1,371 @@
+"""The counting oracle: the only place where zoframe evaluates user functions.
+
+:class:`CountingOracle` wraps a problem and is all a solver ever sees of it. It
+
+* counts every evaluation, by kind (``objective``, ``constraint``, ``minimax``, ``gradient``) and
+  by the purpose tag the solver gives (``"estimate"``, ``"snapshot"``, ...). One evaluation is one
+  component at one point, so a ``(k, d)`` batch over ``b`` components costs ``k * b``;
+* enforces the budget exactly: a batch that would take the count past ``max_calls`` raises
+  :class:`~zoframe.errors.BudgetExhausted` *before* anything is evaluated;
+* copies its inputs (the user function gets a read-only copy; the caller's arrays are never
+  touched) and validates shapes and indices with messages that say what was expected;
+* detects non-finite values: ``nonfinite="raise"`` (default) names the offending point and
+  component, ``nonfinite="inf"`` replaces NaN and infinities by ``+inf``;
+* can dispatch a batch to any :class:`concurrent.futures.Executor` (a process pool, a
+  ``dask.distributed`` client's executor), split in row chunks and reassembled in order, so results
+  are bit-identical to in-process evaluation.
+
+Monitoring evaluations made by the driver (the objective recorded in the trace) go through
+:attr:`CountingOracle.monitor`: they are counted under the purpose ``"monitor"`` and do not
+consume the solver's budget.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+import time
+from typing import Any, Literal
+
+import numpy as np
+
+from zoframe.errors import BudgetExhausted, InvalidInputError, NonFiniteValueError, ShapeError
+from zoframe.protocols import (
+    Array,
+    ConvexSet,
+    HasConstraintGradient,
+    HasGradient,
+    HasMinimaxGradient,
+    IntArray,
+    Penalty,
+)
+
+NonFinitePolicy = Literal["raise", "inf"]
+
+__all__ = ["CountingOracle", "MonitorOracle", "problem_kind"]
+
+
+def problem_kind(problem: object) -> str:
+    """The kind of a problem (its ``kind`` attribute), validated."""
+    kind = getattr(problem, "kind", None)
+    if kind not in ("finite_sum", "constrained", "minimax", "composite"):
+        raise InvalidInputError(
+            f"{type(problem).__name__} does not declare a valid problem kind (got kind={kind!r}); "
+            "a problem needs kind = 'finite_sum', 'constrained', 'minimax' or 'composite'. "
+            "Build one with zoframe.FiniteSum, Constrained, Minimax or Composite."
+        )
+    return str(kind)
+
+
+def _as_points(X: Any, dim: int, what: str) -> Array:
+    arr = np.array(X, dtype=np.float64, copy=True)
+    if arr.ndim == 1 and arr.shape[0] == dim:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise ShapeError(
+            f"{what}: expected points of shape (k, {dim}) (or one point of shape ({dim},)), "
+            f"got shape {np.shape(X)}"
+        )
+    arr.setflags(write=False)
+    return arr
+
+
+def _call_rows(fn: Callable[..., Any], arrays: Sequence[Array], idx: IntArray) -> Any:
+    return fn(*arrays, idx)
+
+
+class CountingOracle:
+    """Counted, budgeted, validated access to a problem's function values.
+
+    Parameters
+    ----------
+    problem:
+        any object satisfying one of the problem protocols of :mod:`zoframe.protocols`.
+    max_calls:
+        hard limit on budgeted evaluations (``None``: unlimited).
+    nonfinite:
+        ``"raise"`` or ``"inf"``; see the module docstring.
+    executor, chunks:
+        optional executor and number of row chunks per batch (default: 2 per worker, at least 2).
+    """
+
+    def __init__(
+        self,
+        problem: Any,
+        *,
+        max_calls: int | None = None,
+        nonfinite: NonFinitePolicy = "raise",
+        executor: Executor | None = None,
+        chunks: int | None = None,
+    ) -> None:
+        self.kind = problem_kind(problem)
+        if max_calls is not None and (not isinstance(max_calls, (int, np.integer)) or max_calls < 1):
+            raise InvalidInputError(f"max_calls must be a positive integer or None, got {max_calls!r}")
+        if nonfinite not in ("raise", "inf"):
+            raise InvalidInputError(f"nonfinite must be 'raise' or 'inf', got {nonfinite!r}")
+        if chunks is not None and chunks < 1:
+            raise InvalidInputError(f"chunks must be a positive integer, got {chunks!r}")
+        self._problem = problem
+        self.max_calls = None if max_calls is None else int(max_calls)
+        self.nonfinite: NonFinitePolicy = nonfinite
+        self.executor = executor
+        self._chunks = chunks
+        self.calls = 0
+        self.calls_by_kind: Counter[str] = Counter()
+        self.calls_by_purpose: Counter[str] = Counter()
+        self.seconds = 0.0
+        # ---- structure a solver may read (never function values) ----
+        self.dim: int = int(problem.dim)
+        self.n: int = int(getattr(problem, "n", 1))
+        if self.dim < 1 or self.n < 1:
+            raise InvalidInputError(f"problem dimensions must be positive, got dim={self.dim}, n={self.n}")
+        self.m: int = int(getattr(problem, "m", 0))
+        if self.kind == "constrained" and self.m < 1:
+            raise InvalidInputError(
+                "a constrained problem needs at least one constraint (m >= 1); "
+                "use a finite-sum problem instead"
+            )
+        self.convex_constraints: bool = bool(getattr(problem, "convex_constraints", True))
+        self.black_box_constraints: bool = bool(getattr(problem, "black_box_constraints", True))
+        self.feasible_set: ConvexSet | None = getattr(problem, "feasible_set", None)
+        self.dim_y: int = int(getattr(problem, "dim_y", 0))
+        self.y_set: ConvexSet | None = getattr(problem, "y_set", None)
+        y0 = getattr(problem, "y0", None)
+        self.y0: Any = None
+        if self.kind == "minimax":
+            self.y0 = np.array(y0, dtype=np.float64, copy=True)
+        elif self.kind == "composite":
+            self.y0 = tuple(np.array(v, dtype=np.float64, copy=True) for v in y0)
+        self.A: Array | None = None
+        self.B: tuple[Array, ...] = ()
+        self.c: Array | None = None
+        self.penalties: tuple[Penalty, ...] = ()
+        if self.kind == "composite":
+            self.A = np.array(problem.A, dtype=np.float64, copy=True)
+            self.B = tuple(np.array(b, dtype=np.float64, copy=True) for b in problem.B)
+            self.c = np.array(problem.c, dtype=np.float64, copy=True)
+            self.penalties = tuple(problem.penalties)
+        self.has_gradient = isinstance(problem, HasGradient)
+        self.has_constraint_gradient = isinstance(problem, HasConstraintGradient)
+        self.has_minimax_gradient = isinstance(problem, HasMinimaxGradient)
+        self.monitor = MonitorOracle(self)
+
+    # ------------------------------------------------------------------ public evaluation API
+    @property
+    def remaining(self) -> int | None:
+        """Budgeted evaluations left (``None`` when unlimited)."""
+        return None if self.max_calls is None else self.max_calls - self.calls
+
+    def objective(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
+        """Values ``(k, b)`` of finite-sum components ``idx`` (all ``n`` if ``None``) at rows of ``X``."""
+        self._require(("finite_sum", "constrained", "composite"), "objective")
+        pts = _as_points(X, self.dim, "objective")
+        ids = self._indices(idx, self.n, "component")
+        return self._evaluate(self._problem.components, (pts,), ids, "objective", purpose, True)
+
+    def constraints(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
+        """Values ``(k, b)`` of constraints ``idx`` (all ``m`` if ``None``) at rows of ``X``."""
+        self._require(("constrained",), "constraints")
+        pts = _as_points(X, self.dim, "constraints")
+        ids = self._indices(idx, self.m, "constraint")
+        return self._evaluate(self._problem.constraints, (pts,), ids, "constraint", purpose, True)
+
+    def minimax(self, X: Any, Y: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
+        """Values ``(k, b)`` of ``F_idx`` at row pairs ``(X[r], Y[r])``; a single row broadcasts."""
+        self._require(("minimax",), "minimax")
+        xs = _as_points(X, self.dim, "minimax x")
+        ys = _as_points(Y, self.dim_y, "minimax y")
+        if xs.shape[0] != ys.shape[0]:
+            if xs.shape[0] == 1:
+                xs = np.repeat(xs, ys.shape[0], axis=0)
+            elif ys.shape[0] == 1:
+                ys = np.repeat(ys, xs.shape[0], axis=0)
+            else:
+                raise ShapeError(
+                    f"minimax: X has {xs.shape[0]} rows and Y has {ys.shape[0]}; they must match "
+                    "(or one of them be a single row)"
+                )
+            xs.setflags(write=False)
+            ys.setflags(write=False)
+        ids = self._indices(idx, self.n, "sample")
+        return self._evaluate(self._problem.values, (xs, ys), ids, "minimax", purpose, True)
+
+    def gradient(self, x: Any, idx: Any = None, *, purpose: str = "gradient") -> Array:
+        """White-box component gradients ``(b, d)`` (first-order baselines only)."""
+        if not self.has_gradient:
+            raise InvalidInputError("this problem provides no component gradients (HasGradient)")
+        pts = _as_points(x, self.dim, "gradient")
+        if pts.shape[0] != 1:
+            raise ShapeError("gradient: one point at a time")
+        ids = self._indices(idx, self.n, "component")
+        return self._gradient_call(
+            lambda i: self._problem.component_gradients(pts[0], i), ids, (len(ids), self.dim), purpose
+        )
+
+    def minimax_gradients(
+        self, x: Any, y: Any, idx: Any = None, *, purpose: str = "gradient"
+    ) -> tuple[Array, Array]:
+        """White-box ``(grad_x, grad_y)`` of ``F_idx`` at ``(x, y)`` (first-order baselines only)."""
+        if not self.has_minimax_gradient:
+            raise InvalidInputError("this problem provides no gradients (HasMinimaxGradient)")
+        xs = _as_points(x, self.dim, "minimax_gradients x")[0]
+        ys = _as_points(y, self.dim_y, "minimax_gradients y")[0]
+        ids = self._indices(idx, self.n, "sample")
+        self._charge(len(ids), "gradient", purpose, True)
+        t0 = time.perf_counter()
+        gx, gy = self._problem.minimax_gradients(xs, ys, ids)
+        self.seconds += time.perf_counter() - t0
+        gx = np.asarray(gx, dtype=np.float64)
+        gy = np.asarray(gy, dtype=np.float64)
+        if gx.shape != (len(ids), self.dim) or gy.shape != (len(ids), self.dim_y):
+            raise ShapeError(
+                f"minimax_gradients returned shapes {gx.shape}, {gy.shape}; expected "
+                f"({len(ids)}, {self.dim}) and ({len(ids)}, {self.dim_y})"
+            )
+        return gx, gy
+
+    # ------------------------------------------------------------------ internals
+    def _gradient_call(
+        self, fn: Callable[[IntArray], Any], ids: IntArray, shape: tuple[int, int], purpose: str
+    ) -> Array:
+        self._charge(len(ids), "gradient", purpose, True)
+        t0 = time.perf_counter()
+        out = np.asarray(fn(ids), dtype=np.float64)
+        self.seconds += time.perf_counter() - t0
+        if out.shape != shape:
+            raise ShapeError(f"gradient function returned shape {out.shape}, expected {shape}")
+        return out
+
+    def _require(self, kinds: tuple[str, ...], what: str) -> None:
+        if self.kind not in kinds:
+            raise InvalidInputError(
+                f"oracle.{what}() is not available for a {self.kind!r} problem "
+                f"(it needs one of {kinds})"
+            )
+
+    def _indices(self, idx: Any, size: int, what: str) -> IntArray:
+        if idx is None:
+            return np.arange(size, dtype=np.intp)
+        ids = np.asarray(idx)
+        if ids.ndim == 0:
+            ids = ids.reshape(1)
+        if ids.ndim != 1 or not (ids.size == 0 or np.issubdtype(ids.dtype, np.integer)):
+            raise ShapeError(f"{what} indices must be a 1-D integer array, got {ids.dtype} of shape {ids.shape}")
+        if ids.size == 0:
+            raise ShapeError(f"empty batch of {what} indices: a batch needs at least one index")
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= size:
+            raise ShapeError(f"{what} index out of range: got {lo if lo < 0 else hi}, valid range is 0..{size - 1}")
+        out = ids.astype(np.intp, copy=True)
+        out.setflags(write=False)
+        return out
+
+    def _charge(self, count: int, kind: str, purpose: str, budgeted: bool) -> None:
+        if budgeted:
+            if self.max_calls is not None and self.calls + count > self.max_calls:
+                raise BudgetExhausted(count, self.calls, self.max_calls)
+            self.calls += count
+            self.calls_by_kind[kind] += count
+        self.calls_by_purpose[purpose] += count
+
+    def _n_chunks(self, k: int) -> int:
+        if self._chunks is not None:
+            return min(k, self._chunks)
+        workers = getattr(self.executor, "_max_workers", None) or 2
+        return max(1, min(k, 2 * int(workers)))
+
+    def _evaluate(
+        self,
+        fn: Callable[..., Any],
+        arrays: tuple[Array, ...],
+        ids: IntArray,
+        kind: str,
+        purpose: str,
+        budgeted: bool,
+    ) -> Array:
+        k, b = arrays[0].shape[0], ids.shape[0]
+        self._charge(k * b, kind, purpose, budgeted)
+        t0 = time.perf_counter()
+        if self.executor is None or k < 2:
+            raw = fn(*arrays, ids)
+            out = self._shape(raw, k, b, kind)
+        else:
+            bounds = np.linspace(0, k, self._n_chunks(k) + 1).astype(int)
+            futures = [
+                self.executor.submit(_call_rows, fn, [a[lo:hi] for a in arrays], ids)
+                for lo, hi in zip(bounds[:-1], bounds[1:])
+                if hi > lo
+            ]
+            parts = [
+                self._shape(f.result(), hi - lo, b, kind)
+                for f, (lo, hi) in zip(futures, [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo])
+            ]
+            out = np.concatenate(parts, axis=0)
+        self.seconds += time.perf_counter() - t0
+        if not np.isfinite(out).all():
+            out = self._nonfinite(out, arrays, ids, kind)
+        return out
+
+    @staticmethod
+    def _shape(raw: Any, k: int, b: int, kind: str) -> Array:
+        out = np.array(raw, dtype=np.float64, copy=True)
+        if out.shape == (k, b):
+            return out
+        if out.ndim == 1 and (out.shape[0] == k and b == 1 or out.shape[0] == b and k == 1):
+            return out.reshape(k, b)
+        raise ShapeError(
+            f"the {kind} function returned shape {np.shape(raw)} for {k} point(s) and {b} index(es); "
+            f"it must return an array of shape ({k}, {b}): one row per point, one column per index"
+        )
+
+    def _nonfinite(self, out: Array, arrays: tuple[Array, ...], ids: IntArray, kind: str) -> Array:
+        if self.nonfinite == "inf":
+            out[~np.isfinite(out)] = np.inf
+            return out
+        r, s = (int(v) for v in np.argwhere(~np.isfinite(out))[0])
+        point = ", ".join(np.array2string(a[r], precision=6, threshold=8) for a in arrays)
+        raise NonFiniteValueError(
+            f"the {kind} function returned {out[r, s]} for {kind} index {int(ids[s])} at the point "
+            f"{point}; fix the function, or pass nonfinite='inf' to treat such values as +inf"
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters as plain data (for results and checkpoints)."""
+        return {
+            "calls": self.calls,
+            "calls_by_kind": dict(self.calls_by_kind),
+            "calls_by_purpose": dict(self.calls_by_purpose),
+        }
+
+    def restore(self, counters: Mapping[str, Any]) -> None:
+        """Restore counters saved by :meth:`snapshot` (checkpoint resume)."""
+        self.calls = int(counters["calls"])
+        self.calls_by_kind = Counter({str(k): int(v) for k, v in counters["calls_by_kind"].items()})
+        self.calls_by_purpose = Counter({str(k): int(v) for k, v in counters["calls_by_purpose"].items()})
+
+
+class MonitorOracle:
+    """Evaluations for measures and traces: counted under ``"monitor"``, outside the budget."""
+
+    def __init__(self, parent: CountingOracle) -> None:
+        self._p = parent
+
+    def objective(self, X: Any, idx: Any = None) -> Array:
+        p = self._p
+        p._require(("finite_sum", "constrained", "composite"), "objective")
+        pts = _as_points(X, p.dim, "objective")
+        return p._evaluate(p._problem.components, (pts,), p._indices(idx, p.n, "component"), "objective", "monitor", False)
+
+    def constraints(self, X: Any, idx: Any = None) -> Array:
+        p = self._p
+        p._require(("constrained",), "constraints")
+        pts = _as_points(X, p.dim, "constraints")
+        return p._evaluate(p._problem.constraints, (pts,), p._indices(idx, p.m, "constraint"), "constraint", "monitor", False)
+
+    def minimax(self, X: Any, Y: Any, idx: Any = None) -> Array:
+        p = self._p
+        p._require(("minimax",), "minimax")
+        xs = _as_points(X, p.dim, "minimax x")
+        ys = _as_points(Y, p.dim_y, "minimax y")
+        return p._evaluate(p._problem.values, (xs, ys), p._indices(idx, p.n, "sample"), "minimax", "monitor", False)

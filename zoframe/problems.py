@@ -1,0 +1,255 @@
+"""Build problems from plain numpy callables.
+
+Four builders, one per problem kind. Each accepts either a *vectorized* callable (a matrix of
+points in, a matrix of values out; used as such, one call per batch) or, with
+``vectorized=False``, a scalar callable that zoframe applies point by point::
+
+    import numpy as np, zoframe
+
+    # one smooth function of x, vectorized: X (k, d) -> (k,)
+    rosen = zoframe.FiniteSum(lambda X: ((1 - X[:, :-1])**2 + 100 * (X[:, 1:] - X[:, :-1]**2)**2).sum(1),
+                              x0=np.zeros(5))
+
+    # a finite sum of n components: (X (k, d), idx (b,)) -> (k, b)
+    A, y = np.random.default_rng(0).normal(size=(200, 10)), np.ones(200)
+    ls = zoframe.FiniteSum(lambda X, idx: (X @ A[idx].T - y[idx])**2, n=200, x0=np.zeros(10))
+
+Calling convention of the callables (``k`` points, ``b`` indices):
+
+=============  ====================================  =====================================
+builder        vectorized=True                       vectorized=False
+=============  ====================================  =====================================
+FiniteSum      ``f(X) -> (k,)`` if n == 1,           ``f(x) -> float`` if n == 1,
+               ``f(X, idx) -> (k, b)`` otherwise     ``f(x, i) -> float`` otherwise
+Constrained    objective as above; constraints       constraints ``g(x, j) -> float``
+               ``g(X, idx) -> (k, b)``
+Minimax        ``F(X, Y) -> (k,)`` / ``F(X, Y, idx)``  ``F(x, y) -> float`` / ``F(x, y, i)``
+Composite      objective as FiniteSum                 objective as FiniteSum
+=============  ====================================  =====================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from zoframe.errors import InvalidInputError, ShapeError
+from zoframe.oracle import MonitorOracle
+from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
+
+__all__ = ["FiniteSum", "Constrained", "Minimax", "Composite"]
+
+
+def _vector(x: Any, name: str) -> Array:
+    arr = np.array(x, dtype=np.float64, copy=True)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ShapeError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or infinity")
+    arr.setflags(write=False)
+    return arr
+
+
+def _positive(v: int, name: str) -> int:
+    if not isinstance(v, (int, np.integer)) or v < 1:
+        raise InvalidInputError(f"{name} must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def _eval_batched(
+    fn: Callable[..., Any], arrays: Sequence[Array], idx: IntArray, n: int, vectorized: bool
+) -> Array:
+    k = arrays[0].shape[0]
+    if vectorized:
+        if n == 1:
+            out = np.asarray(fn(*arrays), dtype=np.float64).reshape(k, -1)
+            return out if len(idx) == out.shape[1] else out[:, np.zeros(len(idx), dtype=np.intp)]
+        return np.asarray(fn(*arrays, idx), dtype=np.float64)
+    out = np.empty((k, len(idx)))
+    for r in range(k):  # the user's function is scalar: one call per point and index
+        row = [a[r] for a in arrays]
+        for s, i in enumerate(idx):
+            out[r, s] = fn(*row) if n == 1 else fn(*row, int(i))
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class FiniteSum:
+    """``min_x (1/n) sum_i l_i(x)``, optionally over ``feasible_set``."""
+
+    kind: ClassVar[str] = "finite_sum"
+    fun: Callable[..., Any]
+    x0: Array
+    n: int = 1
+    vectorized: bool = True
+    feasible_set: ConvexSet | None = None
+    name: str = "finite-sum"
+    dim: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x0", _vector(self.x0, "x0"))
+        object.__setattr__(self, "n", _positive(self.n, "n"))
+        object.__setattr__(self, "dim", int(self.x0.shape[0]))
+        if not callable(self.fun):
+            raise InvalidInputError("fun must be callable")
+
+    def components(self, X: Array, idx: IntArray) -> Array:
+        return _eval_batched(self.fun, (X,), idx, self.n, self.vectorized)
+
+    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+        return {"fun": float(monitor.objective(outputs["x"]).mean())}
+
+
+@dataclass(frozen=True, eq=False)
+class Constrained:
+    """``min_x (1/n) sum_i l_i(x)`` s.t. ``g_j(x) <= 0`` for ``j < m``.
+
+    ``convex`` and ``black_box`` describe the constraints; ``violation_tol`` is the tolerance under
+    which a point counts as feasible in traces and in ``Result.x_best``.
+    """
+
+    kind: ClassVar[str] = "constrained"
+    objective: Callable[..., Any]
+    constraints_fun: Callable[..., Any]
+    m: int
+    x0: Array
+    n: int = 1
+    vectorized: bool = True
+    convex_constraints: bool = False
+    black_box_constraints: bool = True
+    violation_tol: float = 1e-3
+    name: str = "constrained"
+    dim: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x0", _vector(self.x0, "x0"))
+        object.__setattr__(self, "n", _positive(self.n, "n"))
+        object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
+        object.__setattr__(self, "dim", int(self.x0.shape[0]))
+
+    def components(self, X: Array, idx: IntArray) -> Array:
+        return _eval_batched(self.objective, (X,), idx, self.n, self.vectorized)
+
+    def constraints(self, X: Array, idx: IntArray) -> Array:
+        if self.vectorized:
+            return np.asarray(self.constraints_fun(X, idx), dtype=np.float64)
+        return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False)
+
+    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+        x = outputs["x"]
+        g = monitor.constraints(x)[0]
+        viol = np.maximum(g, 0.0)
+        return {
+            "fun": float(monitor.objective(x).mean()),
+            "max_violation": float(viol.max()),
+            "mean_violation": float(viol.mean()),
+            "frac_violated": float(np.mean(g > self.violation_tol)),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Minimax:
+    """``min_x max_{y in y_set} (1/n) sum_i F_i(x, y)``; ``y_set=None`` means all of R^d_y."""
+
+    kind: ClassVar[str] = "minimax"
+    fun: Callable[..., Any]
+    x0: Array
+    y0: Array
+    y_set: ConvexSet | None = None
+    n: int = 1
+    vectorized: bool = True
+    name: str = "minimax"
+    dim: int = field(init=False)
+    dim_y: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x0", _vector(self.x0, "x0"))
+        object.__setattr__(self, "y0", _vector(self.y0, "y0"))
+        object.__setattr__(self, "n", _positive(self.n, "n"))
+        object.__setattr__(self, "dim", int(self.x0.shape[0]))
+        object.__setattr__(self, "dim_y", int(self.y0.shape[0]))
+        if self.y_set is not None and not hasattr(self.y_set, "project"):
+            raise InvalidInputError(
+                "y_set must have a project() method (a ConvexSet such as zoframe.sets.Simplex)"
+            )
+        if self.y_set is not None and self.y_set.dim != self.dim_y:
+            raise ShapeError(f"y_set has dimension {self.y_set.dim} but y0 has {self.dim_y}")
+
+    def values(self, X: Array, Y: Array, idx: IntArray) -> Array:
+        return _eval_batched(self.fun, (X, Y), idx, self.n, self.vectorized)
+
+    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+        return {"fun": float(monitor.minimax(outputs["x"], outputs["y"]).mean())}
+
+
+@dataclass(frozen=True, eq=False)
+class Composite:
+    """``min (1/n) sum_i f_i(x) + sum_j psi_j(y_j)`` s.t. ``A x + sum_j B_j y_j = c``."""
+
+    kind: ClassVar[str] = "composite"
+    fun: Callable[..., Any]
+    x0: Array
+    A: Array
+    B: Sequence[Array]
+    c: Array
+    penalties: Sequence[Penalty]
+    y0: Sequence[Array] | None = None
+    n: int = 1
+    vectorized: bool = True
+    name: str = "composite"
+    dim: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x0", _vector(self.x0, "x0"))
+        object.__setattr__(self, "n", _positive(self.n, "n"))
+        object.__setattr__(self, "dim", int(self.x0.shape[0]))
+        A = np.array(self.A, dtype=np.float64, copy=True)
+        c = np.array(self.c, dtype=np.float64, copy=True).reshape(-1)
+        if A.ndim != 2 or A.shape[1] != self.dim:
+            raise ShapeError(f"A must have shape (l, {self.dim}) to multiply x, got {A.shape}")
+        if c.shape[0] != A.shape[0]:
+            raise ShapeError(f"c has length {c.shape[0]} but A has {A.shape[0]} rows")
+        Bs = tuple(np.array(b, dtype=np.float64, copy=True) for b in self.B)
+        if len(Bs) == 0:
+            raise InvalidInputError("a composite problem needs at least one block B_j (k >= 1)")
+        if len(self.penalties) != len(Bs):
+            raise InvalidInputError(f"{len(Bs)} blocks B_j but {len(self.penalties)} penalties psi_j")
+        for j, (b, psi) in enumerate(zip(Bs, self.penalties)):
+            if b.ndim != 2 or b.shape[0] != A.shape[0]:
+                raise ShapeError(f"B_{j} must have {A.shape[0]} rows like A, got shape {b.shape}")
+            for meth in ("value", "prox"):
+                if not callable(getattr(psi, meth, None)):
+                    raise InvalidInputError(
+                        f"penalty psi_{j} ({type(psi).__name__}) has no {meth}() method; a penalty needs "
+                        "value(y), prox(v, t) and subdifferential_distance(y, g)"
+                    )
+        if self.y0 is None:
+            y0 = tuple(np.zeros(b.shape[1]) for b in Bs)
+        else:
+            y0 = tuple(np.array(v, dtype=np.float64, copy=True) for v in self.y0)
+            if len(y0) != len(Bs) or any(v.shape != (b.shape[1],) for v, b in zip(y0, Bs)):
+                raise ShapeError("y0 must hold one vector per block, of length B_j.shape[1]")
+        for arr in (A, c, *Bs, *y0):
+            arr.setflags(write=False)
+        object.__setattr__(self, "A", A)
+        object.__setattr__(self, "c", c)
+        object.__setattr__(self, "B", Bs)
+        object.__setattr__(self, "y0", y0)
+        object.__setattr__(self, "penalties", tuple(self.penalties))
+
+    def components(self, X: Array, idx: IntArray) -> Array:
+        return _eval_batched(self.fun, (X,), idx, self.n, self.vectorized)
+
+    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+        x = outputs["x"]
+        f = float(monitor.objective(x).mean())
+        out = {"fun": f}
+        ys = [outputs[f"y{j}"] for j in range(len(self.B)) if f"y{j}" in outputs]
+        if len(ys) == len(self.B):
+            out["fun"] = f + sum(p.value(y) for p, y in zip(self.penalties, ys))
+            r = self.A @ x + sum(b @ y for b, y in zip(self.B, ys)) - self.c
+            out["residual"] = float(np.linalg.norm(r))
+        return out

@@ -1,0 +1,74 @@
+"""Helpers for solver authors: a base class with the optional methods, and estimator resolution."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from zoframe.errors import InvalidParameterError
+from zoframe.estimators import GaussianEstimator
+from zoframe.protocols import Array, Estimator
+
+__all__ = ["SolverBase", "check_positive", "check_open_unit", "check_batch", "check_int"]
+
+
+class SolverBase:
+    """Defaults for the optional parts of the :class:`~zoframe.protocols.Solver` protocol.
+
+    Subclasses are frozen dataclasses; they set ``problem_kinds`` and implement ``init``/``step``.
+    A field named ``estimator`` (``Estimator | None``) lets users swap the gradient estimator;
+    :meth:`gradient_estimator` returns it, or the solver's default.
+    """
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset()
+
+    def outputs(self, state: Any) -> Mapping[str, Array]:
+        return {"x": state.x}
+
+    def terminate(self, state: Any) -> str | None:
+        return None
+
+    def validate(self, oracle: Any) -> None:
+        return None
+
+    def default_estimator(self) -> Estimator:
+        q = int(getattr(self, "q", 10))
+        mu = float(getattr(self, "mu", 1e-3))
+        return GaussianEstimator(q=q, mu=mu)
+
+    def gradient_estimator(self) -> Estimator:
+        est = getattr(self, "estimator", None)
+        return self.default_estimator() if est is None else est
+
+
+def check_positive(name: str, value: float, symbol: str | None = None) -> None:
+    """Raise unless ``value`` is a finite number > 0."""
+    if not (isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value) and value > 0):
+        sym = f" ({symbol})" if symbol else ""
+        raise InvalidParameterError(f"{name}{sym} must be a finite number > 0, got {value!r}")
+
+
+def check_open_unit(name: str, value: float, symbol: str | None = None) -> None:
+    """Raise unless ``0 < value < 1``."""
+    if not (isinstance(value, (int, float, np.integer, np.floating)) and 0 < value < 1):
+        sym = f" ({symbol})" if symbol else ""
+        raise InvalidParameterError(f"{name}{sym} must lie strictly between 0 and 1, got {value!r}")
+
+
+def check_int(name: str, value: int, minimum: int = 1) -> None:
+    """Raise unless ``value`` is an integer >= ``minimum``."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < minimum:
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_batch(name: str, batch: int, population: int, what: str) -> None:
+    """Raise when a mini-batch (drawn without replacement) is larger than what it draws from."""
+    check_int(name, batch)
+    if batch > population:
+        raise InvalidParameterError(
+            f"{name}={batch} is larger than the number of {what} ({population}); use a batch of at "
+            f"most {population}"
+        )
