@@ -35,7 +35,9 @@ from zoframe.protocols import (
     Array,
     ConvexSet,
     HasConstraintGradient,
+    HasCvxpyConstraints,
     HasGradient,
+    HasLinearConstraints,
     HasMinimaxGradient,
     IntArray,
     Penalty,
@@ -146,6 +148,9 @@ class CountingOracle:
             self.B = tuple(np.array(b, dtype=np.float64, copy=True) for b in problem.B)
             self.c = np.array(problem.c, dtype=np.float64, copy=True)
             self.penalties = tuple(problem.penalties)
+        white = self.kind == "constrained" and not self.black_box_constraints
+        self.has_linear_constraints = white and isinstance(problem, HasLinearConstraints)
+        self.has_cvxpy_constraints = white and isinstance(problem, HasCvxpyConstraints)
         self.has_gradient = isinstance(problem, HasGradient)
         self.has_constraint_gradient = isinstance(problem, HasConstraintGradient)
         self.has_minimax_gradient = isinstance(problem, HasMinimaxGradient)
@@ -191,6 +196,18 @@ class CountingOracle:
         ids = self._indices(idx, self.n, "sample")
         return self._evaluate(self._problem.values, (xs, ys), ids, "minimax", purpose, True)
 
+    def constraint_gradient(self, x: Any, idx: Any = None, *, purpose: str = "gradient") -> Array:
+        """White-box constraint gradients ``(b, d)`` (first-order baselines and linearisation)."""
+        if not self.has_constraint_gradient:
+            raise InvalidInputError("this problem provides no constraint gradients (HasConstraintGradient)")
+        pts = _as_points(x, self.dim, "constraint_gradient")
+        if pts.shape[0] != 1:
+            raise ShapeError("constraint_gradient: one point at a time")
+        ids = self._indices(idx, self.m, "constraint")
+        return self._gradient_call(
+            lambda i: self._problem.constraint_gradients(pts[0], i), ids, (len(ids), self.dim), purpose
+        )
+
     def gradient(self, x: Any, idx: Any = None, *, purpose: str = "gradient") -> Array:
         """White-box component gradients ``(b, d)`` (first-order baselines only)."""
         if not self.has_gradient:
@@ -224,6 +241,32 @@ class CountingOracle:
                 f"({len(ids)}, {self.dim}) and ({len(ids)}, {self.dim_y})"
             )
         return gx, gy
+
+    def linear_constraints(self) -> tuple[Array, Array]:
+        """White-box ``(D, e)`` with ``D x <= e`` (copies), for projection / LMO baselines.
+
+        Structure, not evaluations: not counted. Raises unless the problem declares white-box
+        (``black_box_constraints = False``) linear constraints.
+        """
+        if not self.has_linear_constraints:
+            raise InvalidInputError(
+                "this problem does not expose white-box linear constraints (HasLinearConstraints with "
+                "black_box_constraints=False); solvers that project onto the feasible set cannot run on it"
+            )
+        D, e = self._problem.linear_constraints()
+        return np.array(D, dtype=np.float64, copy=True), np.array(e, dtype=np.float64, copy=True)
+
+    def cvxpy_constraints(self, x: Any) -> list[Any]:
+        """White-box convex constraints as cvxpy expressions of the cvxpy Variable ``x``."""
+        if self.has_cvxpy_constraints:
+            return list(self._problem.cvxpy_constraints(x))
+        if self.has_linear_constraints:
+            D, e = self.linear_constraints()
+            return [D @ x <= e]
+        raise InvalidInputError(
+            "this problem exposes no white-box convex constraints (HasCvxpyConstraints or "
+            "HasLinearConstraints with black_box_constraints=False)"
+        )
 
     # ------------------------------------------------------------------ internals
     def _gradient_call(

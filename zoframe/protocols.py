@@ -151,6 +151,31 @@ class HasConstraintGradient(Protocol):
 
 
 @runtime_checkable
+class HasLinearConstraints(Protocol):
+    """White-box linear constraints: ``f_j(x) = D[j] @ x - e[j]``, i.e. ``D x <= e``.
+
+    Projection and linear-minimisation baselines (ZOPSGD, ZOSCGD, ...) build their subproblems
+    from this structure; it is not a function evaluation and is not counted.
+    """
+
+    def linear_constraints(self) -> tuple[Array, Array]:
+        """``(D, e)`` with shapes ``(m, d)`` and ``(m,)``."""
+        ...
+
+
+@runtime_checkable
+class HasCvxpyConstraints(Protocol):
+    """White-box convex constraints stated as cvxpy expressions of a variable ``x``.
+
+    Used only by baselines that solve projection / linear-minimisation subproblems with cvxpy.
+    """
+
+    def cvxpy_constraints(self, x: Any) -> list[Any]:
+        """cvxpy constraints on the cvxpy Variable ``x`` equivalent to ``f_j(x) <= 0`` for all j."""
+        ...
+
+
+@runtime_checkable
 class HasMinimaxGradient(Protocol):
     """White-box partial gradients of a minimax objective (first-order SGDA / SGDMSA)."""
 
