@@ -1,0 +1,1 @@
+"""An example zoframe plugin package (see docs/writing-a-plugin.md)."""

@@ -1,0 +1,214 @@
+"""minimize(): budgets, results, determinism, callback, trace, checkpoints, failures, bad input."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe import (
+    IncompatibleProblemError,
+    InvalidInputError,
+    InvalidParameterError,
+    RunFailedError,
+    Status,
+    UnknownNameError,
+)
+from zoframe.testing.problems import SmokeFiniteSum, SmokeMinimax
+
+
+def ls_problem() -> zoframe.FiniteSum:
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((50, 5))
+    b = A @ np.arange(5.0)
+    return zoframe.FiniteSum(lambda X, idx: (X @ A[idx].T - b[idx]) ** 2, n=50, x0=np.zeros(5))
+
+
+def test_result_has_scipy_fields_and_zo_fields() -> None:
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=1, max_iter=300, eta=0.01, q=10, batch=10)
+    assert res.success and res.status is Status.MAX_ITER and res.nit == 300
+    assert res.nfev == 300 * 11 * 10 == res.nfev_by_kind["objective"]
+    assert res.nfev_by_purpose["estimate"] == res.nfev and res.nfev_by_purpose["monitor"] > 0
+    assert res.seed == 1 and res.solver == "zo-sgd"
+    assert res.fun < 0.05 * res.trace["fun"][0]  # it optimised
+    assert res.fun_best <= res.fun + 1e-12 and res.x_best.shape == (5,)
+    assert set(res.trace.names) >= {"iteration", "calls", "seconds", "fun"}
+    assert "Result(solver='zo-sgd'" in repr(res)
+
+
+def test_same_seed_is_bit_identical_and_other_seed_differs() -> None:
+    kw = {"max_iter": 50, "eta": 0.01, "batch": 5}
+    a = zoframe.minimize(ls_problem(), "zo-sgd", rng=7, **kw)
+    b = zoframe.minimize(ls_problem(), "zo-sgd", rng=7, **kw)
+    c = zoframe.minimize(ls_problem(), "zo-sgd", rng=8, **kw)
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.trace["fun"], b.trace["fun"])
+    assert not np.array_equal(a.x, c.x)
+
+
+def test_seed_none_is_recorded_and_reproduces() -> None:
+    a = zoframe.minimize(ls_problem(), "zo-sgd", max_iter=20)
+    assert isinstance(a.seed, int)
+    b = zoframe.minimize(ls_problem(), "zo-sgd", rng=a.seed, max_iter=20)
+    assert np.array_equal(a.x, b.x)
+
+
+def test_refuses_to_run_unbounded() -> None:
+    with pytest.raises(InvalidInputError, match="refusing to run unbounded"):
+        zoframe.minimize(ls_problem(), "zo-sgd")
+
+
+def test_max_calls_is_exact() -> None:
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
+    assert res.status is Status.BUDGET and not res.success
+    assert res.nfev == 990 and res.nit == 9  # the 10th estimate (110 calls) would exceed 1000
+
+
+def test_max_time_stops() -> None:
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_time=0.05)
+    assert res.status is Status.MAX_TIME and res.nit > 0
+
+
+def test_callback_sees_iterations_and_can_stop() -> None:
+    seen: list[int] = []
+
+    def cb(info: zoframe.IterationInfo) -> bool:
+        seen.append(info.iteration)
+        return info.iteration == 7
+
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=100, callback=cb)
+    assert res.status is Status.CALLBACK and res.nit == 7 and seen == list(range(1, 8))
+
+
+def test_record_every_controls_the_trace() -> None:
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=20, record_every=5)
+    assert list(res.trace["iteration"]) == [0, 5, 10, 15, 20]
+    res0 = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=20, record_every=0)
+    assert list(res0.trace["iteration"]) == [0, 20]
+    assert "iteration,calls,seconds,fun" in res.trace.to_csv().splitlines()[0]
+
+
+def test_checkpoint_and_resume_reach_the_same_final_x(tmp_path: Path) -> None:
+    kw = {"eta": 0.01, "batch": 5, "record_every": 10}
+    full = zoframe.minimize(ls_problem(), "zo-sgd", rng=3, max_iter=60, **kw)
+    ck = tmp_path / "run"
+    part = zoframe.minimize(ls_problem(), "zo-sgd", rng=3, max_iter=25, checkpoint=ck, checkpoint_every=10, **kw)
+    assert part.nit == 25 and (tmp_path / "run.npz").exists() and (tmp_path / "run.json").exists()
+    rest = zoframe.minimize(ls_problem(), "zo-sgd", max_iter=60, resume=ck, **kw)
+    assert np.array_equal(rest.x, full.x) and rest.nfev == full.nfev and rest.nit == 60
+    assert rest.seed == 3
+    # the resumed trace holds every record of the straight run (plus the stop at 25)
+    assert set(full.trace["iteration"]) <= set(rest.trace["iteration"]) == {0, 10, 20, 25, 30, 40, 50, 60}
+    with open(tmp_path / "run.npz", "rb") as fh:  # the checkpoint holds no pickles
+        np.load(fh, allow_pickle=False)
+
+
+def test_resume_with_another_solver_is_refused(tmp_path: Path) -> None:
+    zoframe.minimize(ls_problem(), "zo-sgd", rng=3, max_iter=5, checkpoint=tmp_path / "c")
+    with pytest.raises(InvalidInputError, match="written by solver 'zo-sgd'"):
+        zoframe.minimize(ls_problem(), "zo-signsgd", max_iter=10, resume=tmp_path / "c")
+
+
+def test_a_run_that_fails_midway_keeps_what_it_had() -> None:
+    state = {"calls": 0}
+
+    def f(X: np.ndarray) -> np.ndarray:
+        state["calls"] += 1
+        out = ((X - 1.0) ** 2).sum(axis=1)
+        if state["calls"] > 12:
+            out[0] = np.nan
+        return out
+
+    prob = zoframe.FiniteSum(f, x0=np.zeros(3))
+    with pytest.raises(RunFailedError, match="NonFiniteValueError") as info:
+        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=100, record_every=0)
+    partial = info.value.result
+    assert partial.status is Status.FAILED and partial.nit >= 5 and np.all(np.isfinite(partial.x))
+    assert isinstance(info.value.__cause__, zoframe.NonFiniteValueError)
+
+
+def test_incompatible_kind_fails_before_any_evaluation() -> None:
+    calls: list[int] = []
+
+    def F(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        calls.append(1)
+        return X.sum(1)
+
+    prob = zoframe.Minimax(F, x0=np.zeros(2), y0=np.zeros(2))
+    with pytest.raises(IncompatibleProblemError, match="does not accept 'minimax' problems"):
+        zoframe.minimize(prob, "zo-sgd", max_iter=5)
+    assert calls == []
+
+
+def test_unknown_solver_suggests_names() -> None:
+    with pytest.raises(UnknownNameError, match=r"Did you mean 'zo-sgd'.*Known solvers: .*zo-signsgd"):
+        zoframe.minimize(ls_problem(), "zo-sdg", max_iter=5)
+
+
+def test_bad_parameters_fail_before_any_evaluation() -> None:
+    with pytest.raises(InvalidParameterError, match="eta"):
+        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, eta=-1.0)
+    with pytest.raises(InvalidParameterError, match="mu"):
+        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, mu=0.0)
+    with pytest.raises(InvalidParameterError, match="larger than the number of components"):
+        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, batch=51)
+    with pytest.raises(InvalidInputError, match="Valid parameters"):
+        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, etta=0.1)
+    with pytest.raises(InvalidInputError, match=r"x0 must have shape \(5,\)"):
+        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, x0=np.zeros(4))
+    with pytest.raises(InvalidInputError, match="max_iter"):
+        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=0)
+
+
+def test_estimator_by_name_and_instance() -> None:
+    a = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", estimator="coordinate", rng=0, max_iter=3)
+    assert a.nfev == 3 * 2 * 4 * 8
+    b = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", estimator=zoframe.SphereEstimator(q=2), rng=0, max_iter=3)
+    assert b.nfev == 3 * 3 * 8
+
+
+def test_caller_x0_is_not_modified_and_problem_builders_work() -> None:
+    x0 = np.array([3.0, -2.0])
+    prob = zoframe.FiniteSum(lambda x: float(((x - 1.0) ** 2).sum()), x0=x0, vectorized=False)
+    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=200, eta=0.1, x0=x0)
+    assert np.array_equal(x0, [3.0, -2.0]) and np.allclose(res.x, 1.0, atol=0.05)
+
+
+def test_projection_onto_a_feasible_set() -> None:
+    from zoframe.sets import Box
+
+    prob = zoframe.FiniteSum(lambda X: ((X - 2.0) ** 2).sum(1), x0=np.zeros(3), feasible_set=Box(3, -1.0, 1.0))
+    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=300, eta=0.05)
+    assert np.allclose(res.x, 1.0, atol=1e-6)
+
+
+def test_progress_bar_does_not_break_a_run() -> None:
+    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=0, max_iter=10, progress=True)
+    assert res.nit == 10
+
+
+def test_budget_exhausted_during_init_reports_the_start() -> None:
+    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=0, max_calls=5, max_iter=10)
+    assert res.status is Status.BUDGET and res.nit == 0 and np.array_equal(res.x, np.zeros(4))
+    assert math.isfinite(res.fun)
+
+
+def test_minimax_problem_builder_validates_the_set() -> None:
+    with pytest.raises(InvalidInputError, match="project"):
+        zoframe.Minimax(lambda X, Y: X.sum(1), x0=np.zeros(2), y0=np.zeros(2), y_set=object())  # type: ignore[arg-type]
+    assert SmokeMinimax().dim_y == 2
+
+
+def test_composite_builder_checks_shapes() -> None:
+    from zoframe.penalties import L1
+
+    with pytest.raises(zoframe.ShapeError, match="B_0 must have 3 rows"):
+        zoframe.Composite(lambda X: X.sum(1), x0=np.zeros(2), A=np.ones((3, 2)), B=[np.eye(2)], c=np.zeros(3), penalties=[L1()])
+    class NoProx:
+        def value(self, y: np.ndarray) -> float:
+            return 0.0
+
+    with pytest.raises(InvalidInputError, match=r"has no prox\(\) method"):
+        zoframe.Composite(lambda X: X.sum(1), x0=np.zeros(2), A=np.eye(2), B=[np.eye(2)], c=np.zeros(2), penalties=[NoProx()])  # type: ignore[list-item]

@@ -1,0 +1,132 @@
+"""CountingOracle: counting, exact budgets, copies, shapes, non-finite values, executors."""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe import BudgetExhausted, CountingOracle, NonFiniteValueError, ShapeError
+from zoframe.testing.problems import SmokeConstrained, SmokeFiniteSum, SmokeMinimax
+
+
+def test_counts_points_times_components_by_kind_and_purpose() -> None:
+    o = CountingOracle(SmokeConstrained())
+    o.objective(np.zeros((3, 4)), np.array([0, 1]), purpose="a")
+    o.constraints(np.zeros((5, 4)), np.array([0, 1, 2]), purpose="b")
+    o.objective(np.zeros(4))  # one point, all n = 8 components
+    assert o.calls == 3 * 2 + 5 * 3 + 8
+    assert o.calls_by_kind == {"objective": 14, "constraint": 15}
+    assert o.calls_by_purpose == {"a": 6, "b": 15, "estimate": 8}
+
+
+def test_budget_is_exact_and_checked_before_the_call() -> None:
+    seen: list[int] = []
+
+    def f(X: np.ndarray) -> np.ndarray:
+        seen.append(X.shape[0])
+        return (X**2).sum(axis=1)
+
+    o = CountingOracle(zoframe.FiniteSum(f, x0=np.zeros(2)), max_calls=10)
+    o.objective(np.zeros((6, 2)))
+    with pytest.raises(BudgetExhausted, match="max_calls=10"):
+        o.objective(np.zeros((5, 2)))
+    assert o.calls == 6 and seen == [6]  # the refused batch was never evaluated
+    o.objective(np.zeros((4, 2)))  # exactly up to the limit is fine
+    assert o.calls == 10 and o.remaining == 0
+
+
+def test_monitor_calls_are_counted_apart_and_not_budgeted() -> None:
+    o = CountingOracle(SmokeFiniteSum(), max_calls=8)
+    o.objective(np.zeros(4))
+    o.monitor.objective(np.zeros(4))
+    assert o.calls == 8 and o.calls_by_purpose["monitor"] == 8
+
+
+def test_inputs_are_copied_and_read_only_for_the_user_function() -> None:
+    captured: list[np.ndarray] = []
+
+    def f(X: np.ndarray) -> np.ndarray:
+        captured.append(X)
+        return X.sum(axis=1)
+
+    o = CountingOracle(zoframe.FiniteSum(f, x0=np.zeros(3)))
+    X = np.ones((2, 3))
+    o.objective(X)
+    assert captured[0] is not X and not captured[0].flags.writeable
+    X[0, 0] = 5.0
+    assert captured[0][0, 0] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("X", "idx", "match"),
+    [
+        (np.zeros((2, 3)), None, r"expected points of shape \(k, 4\)"),
+        (np.zeros((2, 2, 4)), None, r"expected points of shape"),
+        (np.zeros((2, 4)), np.array([0, 8]), r"index out of range: got 8, valid range is 0..7"),
+        (np.zeros((2, 4)), np.array([], dtype=int), "empty batch"),
+        (np.zeros((2, 4)), np.array([0.5]), "integer"),
+    ],
+)
+def test_bad_inputs_are_clear_errors(X: np.ndarray, idx: np.ndarray | None, match: str) -> None:
+    o = CountingOracle(SmokeFiniteSum())
+    with pytest.raises(ShapeError, match=match):
+        o.objective(X, idx)
+    assert o.calls == 0
+
+
+def test_wrong_output_shape_names_the_expected_shape() -> None:
+    prob = zoframe.FiniteSum(lambda X, idx: np.zeros((X.shape[0], 7)), n=3, x0=np.zeros(2))
+    with pytest.raises(ShapeError, match=r"must return an array of shape \(2, 3\)"):
+        CountingOracle(prob).objective(np.zeros((2, 2)))
+
+
+def test_nonfinite_values_raise_naming_point_and_component_or_become_inf() -> None:
+    def f(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out = np.tile(idx.astype(float), (X.shape[0], 1))
+        out[1, 1] = np.nan
+        return out
+
+    prob = zoframe.FiniteSum(f, n=4, x0=np.zeros(2))
+    with pytest.raises(NonFiniteValueError, match=r"returned nan for objective index 2 at the point \[7\. 7\.\]"):
+        CountingOracle(prob).objective(np.array([[0.0, 0.0], [7.0, 7.0]]), np.array([0, 2]))
+    out = CountingOracle(prob, nonfinite="inf").objective(np.zeros((2, 2)), np.array([0, 2]))
+    assert out[1, 1] == np.inf and out[0, 1] == 2.0
+
+
+def test_oracle_methods_of_another_kind_are_refused() -> None:
+    with pytest.raises(zoframe.InvalidInputError, match="not available for a 'finite_sum' problem"):
+        CountingOracle(SmokeFiniteSum()).constraints(np.zeros(4))
+
+
+def test_minimax_broadcasts_a_single_row() -> None:
+    o = CountingOracle(SmokeMinimax())
+    v = o.minimax(np.ones(3), np.zeros((5, 2)), np.array([0]))
+    assert v.shape == (5, 1) and o.calls == 5
+
+
+def _square_rows(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return (X[:, :, None] * (idx[None, None, :] + 1.0)).sum(axis=1)
+
+
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_executor_results_identical_to_in_process(pool: str) -> None:
+    prob = zoframe.FiniteSum(_square_rows, n=5, x0=np.zeros(3))
+    X = np.random.default_rng(0).standard_normal((23, 3))
+    ref = CountingOracle(prob).objective(X)
+    ex = ThreadPoolExecutor(2) if pool == "thread" else ProcessPoolExecutor(2)
+    with ex:
+        o = CountingOracle(prob, executor=ex, chunks=4)
+        out = o.objective(X)
+    assert np.array_equal(out, ref) and o.calls == 23 * 5
+
+
+def test_minimize_with_executor_is_bit_identical() -> None:
+    prob = zoframe.FiniteSum(_square_rows, n=5, x0=np.ones(3))
+    kw = {"rng": 4, "max_iter": 30, "eta": 0.01, "batch": 2}
+    ref = zoframe.minimize(prob, "zo-sgd", **kw)
+    with ThreadPoolExecutor(2) as ex:
+        par = zoframe.minimize(prob, "zo-sgd", executor=ex, **kw)
+    assert np.array_equal(ref.x, par.x) and ref.nfev == par.nfev
