@@ -1,0 +1,48 @@
+"""The zoframe command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+from zoframe.cli import main
+
+
+def test_list_shows_every_component_with_summary_and_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("zo-sgd", "zo-signsgd", "gaussian", "sphere", "coordinate", "least-squares"):
+        assert name in out
+    assert "Ghadimi & Lan" in out and "[finite_sum]" in out
+
+
+def test_info_shows_parameters_symbols_kinds_and_citation(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "zo-sgd"]) == 0
+    out = capsys.readouterr().out
+    assert "problem kinds: finite_sum" in out and "citation: Ghadimi & Lan" in out
+    assert "eta" in out and "0.01" in out and "|I|" in out
+
+
+def test_info_unknown_name_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "zo-sdg"]) == 2
+    err = capsys.readouterr().err
+    assert "Did you mean 'zo-sgd'" in err
+
+
+def test_solve_saves_a_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "res"
+    code = main(["solve", "quadratic", "--problem-arg", "dim=5", "--max-iter", "300", "-p", "eta=0.05",
+                 "--no-progress", "-o", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "distance to the known solution" in text
+    assert (tmp_path / "res.json").exists() and (tmp_path / "res.npz").exists()
+
+
+def test_console_script_runs_the_demo() -> None:
+    proc = subprocess.run([sys.executable, "-m", "zoframe.cli", "demo"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Result(solver='zo-sgd'" in proc.stdout
