@@ -10,8 +10,6 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from zoframe.errors import ChecksumError, DataFormatError, DataNotFoundError, InvalidInputError
 from zoframe_datasets import (
     DATASETS,
     cache_dir,
@@ -22,6 +20,8 @@ from zoframe_datasets import (
     parse_careful,
     sha256_file,
 )
+
+from zoframe.errors import ChecksumError, DataFormatError, DataNotFoundError, InvalidInputError
 
 SHARED = Path(os.environ.get("ZOFRAME_DATA", ""))
 needs_data = pytest.mark.skipif(
@@ -178,7 +178,7 @@ def test_missing_file_message_names_every_place_and_what_to_do(tmp_path: Path, m
 
 
 def test_unknown_name_and_missing_path(tmp_path: Path) -> None:
-    with pytest.raises(DataNotFoundError, match="not a known dataset name.*a9a"):
+    with pytest.raises(DataNotFoundError, match=r"not a known dataset name.*a9a"):
         load_libsvm("no-such-set", data_dir=tmp_path)
     with pytest.raises(DataNotFoundError, match="no LIBSVM file at"):
         load_libsvm(tmp_path / "absent.libsvm")
