@@ -63,10 +63,10 @@ __all__ = [
     "Trace",
     "UnknownNameError",
     "ZoframeError",
+    "__version__",
     "default_registry",
     "hookimpl",
     "make_rng",
     "minimize",
     "param",
-    "__version__",
 ]

@@ -17,7 +17,11 @@ from zoframe.specs import describe_params
 
 
 def _cmd_list(args: argparse.Namespace, reg: Registry) -> int:
-    sections = [("Solvers", reg.solvers()), ("Estimators", reg.estimators()), ("Problems", reg.problems())]
+    sections: list[tuple[str, dict[str, Any]]] = [
+        ("Solvers", dict(reg.solvers())),
+        ("Estimators", dict(reg.estimators())),
+        ("Problems", dict(reg.problems())),
+    ]
     for title, table in sections:
         print(f"{title}:")
         if not table:
@@ -153,10 +157,10 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
         rp = rep_sub.add_parser(name, help=prov.spec.summary, description=f"{prov.spec.summary} ({prov.spec.reference})")
         prov.spec.add_arguments(rp)
         rp.set_defaults(_run=prov.spec.run)
-    for name, prov in sorted(reg.commands().items()):
-        cp = sub.add_parser(name, help=prov.spec.help)
-        prov.spec.add_arguments(cp)
-        cp.set_defaults(_run=prov.spec.run)
+    for name, cprov in sorted(reg.commands().items()):
+        cp = sub.add_parser(name, help=cprov.spec.help)
+        cprov.spec.add_arguments(cp)
+        cp.set_defaults(_run=cprov.spec.run)
     return parser
 
 

@@ -10,7 +10,7 @@ progress bar, writes checkpoints and resumes from them, and returns a frozen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
 import contextlib
 import dataclasses
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import math
 import os
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from zoframe.protocols import Array, Estimator, HasMeasures
 from zoframe.registry import Registry, default_registry
 from zoframe.result import Result, Status, Trace
 
-__all__ = ["minimize", "IterationInfo", "RunFailedError", "make_rng"]
+__all__ = ["IterationInfo", "RunFailedError", "make_rng", "minimize"]
 
 RngLike = None | int | np.random.SeedSequence | np.random.Generator
 
@@ -229,7 +229,7 @@ def minimize(
     if est is not None:
         if not (dataclasses.is_dataclass(solv) and any(f.name == "estimator" for f in dataclasses.fields(solv))):
             raise InvalidInputError(f"solver {solver_name!r} has a fixed gradient estimator; it takes no estimator=")
-        solv = dataclasses.replace(solv, estimator=est)
+        solv = dataclasses.replace(solv, estimator=est)  # type: ignore[type-var]
     for name, val in (("max_iter", max_iter), ("max_calls", max_calls)):
         if val is not None and (not isinstance(val, (int, np.integer)) or isinstance(val, bool) or val < 1):
             raise InvalidInputError(f"{name} must be a positive integer or None, got {val!r}")

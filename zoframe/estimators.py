@@ -20,7 +20,7 @@ from zoframe.errors import InvalidParameterError, ShapeError
 from zoframe.protocols import Array, BatchFunction
 from zoframe.specs import param
 
-__all__ = ["Estimate", "GaussianEstimator", "SphereEstimator", "CoordinateEstimator"]
+__all__ = ["CoordinateEstimator", "Estimate", "GaussianEstimator", "SphereEstimator"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ class SphereEstimator(_RandomDirections):
 
     def directions(self, dim: int, rng: np.random.Generator) -> Array:
         U = rng.standard_normal((self.q, dim))
-        return U / np.linalg.norm(U, axis=1, keepdims=True)
+        out: Array = U / np.linalg.norm(U, axis=1, keepdims=True)
+        return out
 
     def scale(self, dim: int) -> float:
         return float(dim)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import nnls
 
 from zoframe.errors import InvalidInputError, ShapeError
@@ -21,11 +22,11 @@ from zoframe.protocols import Array, Penalty
 
 __all__ = [
     "KKTResiduals",
-    "gradient_mapping",
-    "fit_multipliers",
-    "kkt_residuals",
     "admm_stationarity",
     "central_difference_gradient",
+    "fit_multipliers",
+    "gradient_mapping",
+    "kkt_residuals",
 ]
 
 
@@ -98,14 +99,14 @@ class KKTResiduals:
     eps3: float
     max_violation: float
     multipliers: Array
-    active: Array
+    active: NDArray[np.intp]
     fitted: bool
 
 
 def kkt_residuals(
     grad_f0: Array,
     constraint_values: Array,
-    constraint_grads: Array | Callable[[Array], Array],
+    constraint_grads: Array | Callable[[NDArray[np.intp]], Array],
     multipliers: Array | None = None,
     *,
     active_tol: float = 1e-6,
@@ -134,7 +135,7 @@ def kkt_residuals(
         raise ShapeError(f"constraint_values must be 1-D, got shape {fv.shape}")
     m = fv.shape[0]
 
-    def grads(idx: Array) -> Array:
+    def grads(idx: NDArray[np.intp]) -> Array:
         if callable(constraint_grads):
             return np.asarray(constraint_grads(idx), dtype=np.float64).reshape(len(idx), g0.shape[0])
         G = np.asarray(constraint_grads, dtype=np.float64)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
+import itertools
 import time
 from typing import Any, Literal
 
@@ -138,7 +139,7 @@ class CountingOracle:
         if self.kind == "minimax":
             self.y0 = np.array(y0, dtype=np.float64, copy=True)
         elif self.kind == "composite":
-            self.y0 = tuple(np.array(v, dtype=np.float64, copy=True) for v in y0)
+            self.y0 = tuple(np.array(v, dtype=np.float64, copy=True) for v in (y0 or ()))
         self.A: Array | None = None
         self.B: tuple[Array, ...] = ()
         self.c: Array | None = None
@@ -334,16 +335,10 @@ class CountingOracle:
             raw = fn(*arrays, ids)
             out = self._shape(raw, k, b, kind)
         else:
-            bounds = np.linspace(0, k, self._n_chunks(k) + 1).astype(int)
-            futures = [
-                self.executor.submit(_call_rows, fn, [a[lo:hi] for a in arrays], ids)
-                for lo, hi in zip(bounds[:-1], bounds[1:])
-                if hi > lo
-            ]
-            parts = [
-                self._shape(f.result(), hi - lo, b, kind)
-                for f, (lo, hi) in zip(futures, [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo])
-            ]
+            edges = np.linspace(0, k, self._n_chunks(k) + 1).astype(int)
+            blocks = [(int(lo), int(hi)) for lo, hi in itertools.pairwise(edges) if hi > lo]
+            futures = [self.executor.submit(_call_rows, fn, [a[lo:hi] for a in arrays], ids) for lo, hi in blocks]
+            parts = [self._shape(f.result(), hi - lo, b, kind) for f, (lo, hi) in zip(futures, blocks)]
             out = np.concatenate(parts, axis=0)
         self.seconds += time.perf_counter() - t0
         if not np.isfinite(out).all():
@@ -355,7 +350,7 @@ class CountingOracle:
         out = np.array(raw, dtype=np.float64, copy=True)
         if out.shape == (k, b):
             return out
-        if out.ndim == 1 and (out.shape[0] == k and b == 1 or out.shape[0] == b and k == 1):
+        if out.ndim == 1 and ((out.shape[0] == k and b == 1) or (out.shape[0] == b and k == 1)):
             return out.reshape(k, b)
         raise ShapeError(
             f"the {kind} function returned shape {np.shape(raw)} for {k} point(s) and {b} index(es); "

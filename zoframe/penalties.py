@@ -17,7 +17,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError
 from zoframe.protocols import Array
 
-__all__ = ["L1", "SquaredL2", "GroupL2", "Zero"]
+__all__ = ["L1", "GroupL2", "SquaredL2", "Zero"]
 
 
 def _weight(w: float, name: str) -> float:

@@ -40,7 +40,7 @@ from zoframe.errors import InvalidInputError, ShapeError
 from zoframe.oracle import MonitorOracle
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
 
-__all__ = ["FiniteSum", "Constrained", "Minimax", "Composite"]
+__all__ = ["Composite", "Constrained", "FiniteSum", "Minimax"]
 
 
 def _vector(x: Any, name: str) -> Array:

@@ -34,7 +34,7 @@ from zoframe.errors import DuplicatePluginError, PluginError, UnknownNameError
 from zoframe.hooks import ENTRY_POINT_GROUP, PROJECT_NAME, ZoframeHookSpecs
 from zoframe.specs import CommandSpec, EstimatorSpec, ProblemSpec, ReproductionSpec, SolverSpec
 
-__all__ = ["Registry", "Provided", "default_registry", "PluginLoadWarning"]
+__all__ = ["PluginLoadWarning", "Provided", "Registry", "default_registry"]
 
 S = TypeVar("S")
 

@@ -14,7 +14,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError, ShapeError
 from zoframe.protocols import Array
 
-__all__ = ["Reals", "Box", "Ball", "Simplex", "project_simplex"]
+__all__ = ["Ball", "Box", "Reals", "Simplex", "project_simplex"]
 
 
 def _rows(x: Array, dim: int) -> tuple[Array, bool]:
@@ -44,7 +44,7 @@ def project_simplex(v: Array, radius: float = 1.0) -> Array:
     cond = U - css / ks > 0
     rho = d - 1 - np.argmax(cond[:, ::-1], axis=1)
     theta = css[np.arange(V.shape[0]), rho] / (rho + 1.0)
-    out = np.maximum(V - theta[:, None], 0.0)
+    out: Array = np.maximum(V - theta[:, None], 0.0)
     return out[0] if single else out
 
 
@@ -104,7 +104,7 @@ class Ball:
         diff = arr - self.center
         norms = np.linalg.norm(diff, axis=1, keepdims=True)
         scale = np.minimum(1.0, self.radius / np.maximum(norms, 1e-300))
-        out = self.center + diff * scale
+        out: Array = self.center + diff * scale
         return out[0] if single else out
 
     def contains(self, x: Array, tol: float = 1e-9) -> bool:

@@ -12,7 +12,7 @@ from zoframe.errors import InvalidParameterError
 from zoframe.estimators import GaussianEstimator
 from zoframe.protocols import Array, Estimator
 
-__all__ = ["SolverBase", "check_positive", "check_open_unit", "check_batch", "check_int"]
+__all__ = ["SolverBase", "check_batch", "check_int", "check_open_unit", "check_positive"]
 
 
 class SolverBase:

@@ -8,12 +8,11 @@ accepts. Hyper-parameters are read from the component's dataclass fields; declar
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-
-import argparse
 
 T = TypeVar("T")
 

@@ -19,7 +19,7 @@ from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1
 from zoframe.protocols import Array, IntArray, Penalty
 
-__all__ = ["SmokeFiniteSum", "SmokeConstrained", "SmokeMinimax", "SmokeComposite", "smoke_problem"]
+__all__ = ["SmokeComposite", "SmokeConstrained", "SmokeFiniteSum", "SmokeMinimax", "smoke_problem"]
 
 
 def _ro(a: Array) -> Array:
