@@ -78,7 +78,7 @@ def missing_message(name: str, file: str, dirs: list[tuple[Path, str]]) -> str:
         f"dataset {name!r} was not found: no file {file!r} in any data directory. Looked in:",
         looked,
         f"Put the file {file!r} in {dirs[0][0]} (or set {ENV_DATA} to the directory that holds it, "
-        "or pass data_dir=...).",
+        "or pass data_dir=... / --dir DIR).",
     ]
     if info is not None:
         how = f"Download it from {info.url}"
