@@ -1,0 +1,210 @@
+"""The constraint distribution ``p`` of DSZOG / ADSZOG: projections, ascent steps and sampling.
+
+Two exact representations of a point ``p`` of the simplex ``Delta_m``:
+
+dense
+    the vector ``p`` itself (``m`` floats).
+sparse ("floor + support")
+    a sorted index array ``S``, the values ``p_S`` on it and one scalar ``floor``: every entry
+    outside ``S`` equals ``floor``. The uniform distribution is ``S = {}``, ``floor = 1/m``; after
+    the projection has zeroed most entries, ``floor = 0`` and ``S`` is the (small) support.
+
+The ascent step of DSZOG (ICLR 2022 submission, Alg. 1 l.11) is
+``p <- Proj_Delta(p + eta_p H)`` with ``H = (beta m / |M3|) sum_{j in M3} e_j phi_j - lambda p``, i.e.
+``Proj_Delta(s p + delta)`` with the uniform scaling ``s = 1 - eta_p lambda`` and ``delta`` non-zero
+on ``|M3|`` entries only. The Euclidean projection is ``max(v - tau, 0)`` with one threshold ``tau``
+for all entries, so every entry outside ``S`` and outside ``M3`` maps to the same value
+``max(s floor - tau, 0)``: the new floor. The representation is therefore closed under the step,
+and the step costs ``O(|S| + |M3|)`` instead of ``O(m)`` (the sparse-update idea of Duchi, Shalev-Shwartz,
+Singer & Chandra, *Efficient projections onto the l1-ball for learning in high dimensions*, ICML
+2008, Sec. 5; here the untouched entries form one block of equal values instead of a tree, which is
+exact because they all share the value ``floor``). The iterates are the same as the dense form's up
+to floating-point rounding (tests/test_constrained_simplex.py checks it).
+
+The threshold ``tau`` is found by Michelot's algorithm (1986) on weighted values (the floor block is
+one value with weight ``m - |S u M3|``): start from the lower bounds ``max(v) - 1`` and
+``(sum v - 1)/m``, keep only the values above the current ``tau``, recompute; it increases
+monotonically to the exact threshold in a few passes over a shrinking candidate set, ``O(m)``
+expected for a dense vector (no sort).
+
+Sampling ``M2 ~ p`` inverts the cumulative distribution over the indices ``0..m-1`` in order. For
+the dense form that is one cumulative sum (``O(m)``); for the sparse form the cumulative mass
+before index ``j`` is ``floor * j + sum_{S_k < j} (p_{S_k} - floor)``, so a draw costs
+``O(log |S|)`` after an ``O(|S|)`` prefix sum over the support. Both forms return the same index
+for the same uniform variate (up to rounding at the boundaries).
+
+Entries below the smallest normal float are flushed to zero: otherwise entries that decay
+geometrically become subnormal after some thousand iterations and every vector operation on them
+runs several times slower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from zoframe.protocols import Array, IntArray
+
+__all__ = [
+    "FLUSH",
+    "Ascent",
+    "ascent_dense",
+    "ascent_sparse",
+    "densify",
+    "flush",
+    "project_simplex_dense",
+    "sample_dense",
+    "sample_sparse",
+    "simplex_threshold",
+    "sparsify",
+]
+
+#: values below the smallest normal double are set to zero (no subnormal floats in p or z_p)
+FLUSH = float(np.finfo(np.float64).tiny)
+
+
+@dataclass(frozen=True)
+class Ascent:
+    """The stochastic gradient ``H = sum_{j in idx} e_j gain_j - lam * p`` of L with respect to p.
+
+    ``idx`` are the sampled constraints ``M3`` (duplicates allowed: their gains add up) and
+    ``gain_j = beta m / |M3| * phi_j(w)``.
+    """
+
+    idx: IntArray
+    gain: Array
+    lam: float
+
+
+def flush(v: Array) -> Array:
+    """``v`` with the entries of magnitude below :data:`FLUSH` set to zero (in place, returned)."""
+    v[np.abs(v) < FLUSH] = 0.0
+    return v
+
+
+def simplex_threshold(values: Array, counts: Array | None = None) -> float:
+    """The ``tau`` with ``sum_k counts_k * max(values_k - tau, 0) = 1`` (Michelot 1986).
+
+    ``counts`` (default all ones) lets one value stand for a block of equal entries.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if counts is None:  # unit weights: the same iteration without the weight vector
+        tau = max(float(v.max()) - 1.0, (float(v.sum()) - 1.0) / int(v.shape[0]))
+        v = v[v > tau]
+        while True:
+            tau = (float(v.sum()) - 1.0) / int(v.shape[0])
+            keep = v > tau
+            if keep.all():
+                return tau
+            v = v[keep]
+    c = np.asarray(counts, dtype=np.float64)
+    tau = max(float(v.max()) - 1.0, (float(v @ c) - 1.0) / float(c.sum()))  # two lower bounds of tau
+    keep = v > tau
+    v, c = v[keep], c[keep]
+    while True:
+        tau = (float(v @ c) - 1.0) / float(c.sum())
+        keep = v > tau
+        if keep.all():
+            return tau
+        v, c = v[keep], c[keep]
+
+
+def project_simplex_dense(v: Array) -> Array:
+    """Euclidean projection of the vector ``v`` onto the simplex (a new array, subnormals flushed)."""
+    tau = simplex_threshold(v)
+    out = v - tau
+    out[out < FLUSH] = 0.0
+    return out
+
+
+def _gains(h: Ascent) -> tuple[IntArray, Array]:
+    """Unique sorted indices of ``h`` with the gains of duplicates summed."""
+    idx = np.asarray(h.idx, dtype=np.intp)
+    gain = np.asarray(h.gain, dtype=np.float64)
+    uniq, inv = np.unique(idx, return_inverse=True)
+    if uniq.shape[0] == idx.shape[0]:
+        order = np.argsort(idx, kind="stable")
+        return idx[order], gain[order]
+    summed: Array = np.bincount(inv.reshape(-1), weights=gain, minlength=uniq.shape[0]).astype(np.float64)
+    return uniq.astype(np.intp), summed
+
+
+def ascent_dense(p: Array, eta: float, h: Ascent) -> Array:
+    """``Proj_Delta(p + eta H)`` for a dense ``p`` (a new array)."""
+    idx, gain = _gains(h)
+    v = (1.0 - eta * h.lam) * p
+    v[idx] += eta * gain
+    return project_simplex_dense(v)
+
+
+def ascent_sparse(
+    support: IntArray, values: Array, floor: float, m: int, eta: float, h: Ascent
+) -> tuple[IntArray, Array, float]:
+    """``Proj_Delta(p + eta H)`` for ``p`` in the floor + support form; returns the new form."""
+    idx, gain = _gains(h)
+    s = 1.0 - eta * h.lam
+    union = np.union1d(support, idx)
+    v = np.full(union.shape[0], s * floor)
+    if support.shape[0]:
+        v[np.searchsorted(union, support)] = s * values
+    v[np.searchsorted(union, idx)] += eta * gain
+    n_floor = m - union.shape[0]
+    if n_floor > 0:
+        tau = simplex_threshold(np.append(v, s * floor), np.append(np.ones_like(v), float(n_floor)))
+    else:
+        tau = simplex_threshold(v)
+    new_floor = s * floor - tau
+    new_floor = new_floor if new_floor >= FLUSH else 0.0
+    new_v = v - tau
+    new_v[new_v < FLUSH] = 0.0
+    keep = new_v > new_floor
+    return union[keep], new_v[keep], float(new_floor)
+
+
+def sample_dense(p: Array, u: Array) -> IntArray:
+    """Indices drawn from ``p`` by inverting its cumulative distribution at the uniforms ``u``."""
+    cum = np.cumsum(p)
+    out: IntArray = np.minimum(np.searchsorted(cum, u * cum[-1], side="right"), p.shape[0] - 1).astype(np.intp)
+    return out
+
+
+def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Array) -> IntArray:
+    """:func:`sample_dense` for the floor + support form, in ``O(|S| + len(u) log |S|)``."""
+    r = values - floor
+    cum_r = np.cumsum(r)
+    total = floor * m + (float(cum_r[-1]) if r.shape[0] else 0.0)
+    t = u * total
+    if support.shape[0] == 0:
+        out0: IntArray = np.minimum((t / floor).astype(np.intp), m - 1)
+        return out0
+    start = floor * support + (cum_r - r)  # mass of the indices before S_k
+    end = start + values
+    k = np.searchsorted(start, t, side="right") - 1
+    kk = np.maximum(k, 0)
+    nxt = np.append(support, m)  # first index of the next support entry (or m)
+    if floor > 0.0:
+        before = np.minimum((t / floor).astype(np.intp), support[0] - 1)
+        gap = support[kk] + 1 + np.floor((t - end[kk]) / floor).astype(np.intp)
+        gap = np.minimum(gap, nxt[kk + 1] - 1)
+        inside = t < end[kk]
+        out = np.where(k < 0, before, np.where(inside, support[kk], gap))
+    else:
+        out = support[kk]
+    res: IntArray = np.clip(out, 0, m - 1).astype(np.intp)
+    return res
+
+
+def densify(support: IntArray, values: Array, floor: float, m: int) -> Array:
+    """The dense vector of a floor + support form."""
+    p = np.full(m, floor)
+    p[support] = values
+    return p
+
+
+def sparsify(p: Array) -> tuple[IntArray, Array, float]:
+    """The floor + support form of a dense ``p`` (floor = its smallest entry)."""
+    floor = float(p.min())
+    support: NDArray[np.intp] = np.flatnonzero(p > floor).astype(np.intp)
+    return support, p[support].copy(), floor

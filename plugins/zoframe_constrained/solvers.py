@@ -1,0 +1,327 @@
+"""DSZOG and ADSZOG: doubly stochastic zeroth-order gradient methods for heavily constrained problems.
+
+Both solve ``min_w f0(w) = (1/n) sum_i l_i(w)`` s.t. ``f_j(w) <= 0, j = 1..m`` through the penalty
+minimax over the simplex of constraints (ICML 2022, eq. 2)::
+
+    min_w max_{p in Delta_m} L(w, p) = f0(w) + beta sum_j p_j phi_j(w) - (lambda/2) ||p||^2,
+    phi_j(w) = max(f_j(w), 0)^2.
+
+Per iteration they draw a data batch ``M1`` (uniform, without replacement), a constraint batch
+``M2 ~ p`` (i.i.d. draws from ``p``, with replacement, so any size is allowed), a constraint batch
+``M3`` (uniform, without replacement) and ``q`` Gaussian directions shared by both sums of
+``G_L``. Each estimate is one batched evaluation: ``G_L`` builds its ``q + 1`` points once and makes
+one objective call over ``M1`` and one constraint call over ``M2``; ``H`` makes one constraint call
+over ``M3`` at ``w``. A step therefore costs ``(q + 1)(|M1| + |M2|) + |M3|`` evaluations
+(:meth:`calls_per_step`).
+
+Sources: Shi, Gao, Gu, *Gradient-free method for heavily constrained nonconvex optimization*,
+ICML 2022 (Algorithm 1, with EMA and adaptive steps: ``adszog`` here) and the same authors' ICLR
+2022 submission (Algorithm 1, plain: ``dszog``; Algorithm 2 = ADSZOG).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from zoframe.errors import IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
+from zoframe.oracle import CountingOracle
+from zoframe.protocols import Array, Estimator, IntArray
+from zoframe.solver import SolverBase, check_batch, check_int, check_open_unit, check_positive
+from zoframe.specs import param
+from zoframe_constrained.simplex import (
+    Ascent,
+    ascent_dense,
+    ascent_sparse,
+    densify,
+    flush,
+    project_simplex_dense,
+    sample_dense,
+    sample_sparse,
+    sparsify,
+)
+
+__all__ = ["ADSZOG", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState"]
+
+#: ``p_form="auto"`` uses the sparse floor + support form of p from this many constraints on
+SPARSE_AUTO_M = 20_000
+
+PForm = Literal["auto", "dense", "sparse"]
+
+
+def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
+    if not np.isfinite(vals).all():
+        raise NonFiniteValueError(
+            f"a constraint returned a non-finite value ({what}); DSZOG needs finite constraint values "
+            "(the squared penalty max(f_j, 0)^2 of an infinite value has no finite difference). Make the "
+            "constraint return a large finite number where it is undefined."
+        )
+    return vals
+
+
+@dataclass(frozen=True)
+class _PenaltyMinimax(SolverBase):
+    """Hyper-parameters and estimators shared by DSZOG and ADSZOG."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"constrained"})
+    eta_w: float = param(1e-2, symbol="eta_w", doc="step size of w")
+    eta_p: float = param(1e-2, symbol="eta_p", doc="step size of p")
+    beta: float = param(1.0, symbol="beta", doc="penalty parameter (> 0)")
+    lam: float = param(1e-6, symbol="lambda", doc="strong concavity of L in p (> 0)")
+    q: int = param(10, symbol="q", doc="Gaussian directions per estimate, shared by both sums of G_L")
+    mu: float = param(1e-3, symbol="mu", doc="smoothing radius")
+    M1: int = param(128, symbol="|M1|", doc="data batch, uniform without replacement (<= n)")
+    M2: int = param(128, symbol="|M2|", doc="constraint batch drawn i.i.d. from p (with replacement)")
+    M3: int = param(128, symbol="|M3|", doc="constraint batch, uniform without replacement (<= m)")
+    estimator: Estimator | None = param(None, doc="gradient estimator (default: gaussian(q, mu))")
+
+    def __post_init__(self) -> None:
+        check_positive("eta_w", self.eta_w, "eta_w")
+        check_positive("eta_p", self.eta_p, "eta_p")
+        check_positive("beta", self.beta, "beta")
+        check_positive("lam", self.lam, "lambda")
+        check_int("q", self.q)
+        check_positive("mu", self.mu, "mu")
+        check_int("M1", self.M1)
+        check_int("M2", self.M2)
+        check_int("M3", self.M3)
+        if self.eta_p * self.lam >= 1.0:
+            raise InvalidParameterError(
+                f"eta_p * lambda must be < 1 (got {self.eta_p} * {self.lam}): the step p + eta_p H scales p "
+                "by 1 - eta_p lambda, which must stay positive; lower eta_p or lambda"
+            )
+
+    def validate(self, oracle: CountingOracle) -> None:
+        if oracle.kind != "constrained":
+            raise IncompatibleProblemError(f"{type(self).__name__} solves constrained problems, got {oracle.kind!r}")
+        if oracle.m < 1:
+            raise InvalidParameterError("the problem has no constraint (m = 0); use a finite-sum solver")
+        check_batch("M1", self.M1, oracle.n, "data components n")
+        check_batch("M3", self.M3, oracle.m, "constraints m")
+
+    def calls_per_step(self, oracle: CountingOracle) -> int:
+        """``rows * (|M1| + |M2|) + |M3|`` evaluations (``rows = q + 1`` for the Gaussian estimator)."""
+        return int(self.gradient_estimator().rows(oracle.dim)) * (self.M1 + self.M2) + self.M3
+
+    # ------------------------------------------------------------------ the two estimators
+    def G_L(self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, rng: np.random.Generator) -> Array:
+        """``1/(q|M1|) sum_i sum_k G(l_i; u_k) + beta/(q|M2|) sum_j sum_k G(phi_j; u_k)``.
+
+        One set of directions for both sums: the columns ``[l_i, phi_j]`` are weighted so that their
+        mean is ``mean_i l_i + beta mean_j phi_j``, and ONE estimate (one matrix of points) makes one
+        objective call and one constraint call.
+        """
+        b1, b2 = M1.shape[0], M2.shape[0]
+        weights = np.concatenate([np.full(b1, (b1 + b2) / b1), np.full(b2, self.beta * (b1 + b2) / b2)])
+
+        def lagrangian_terms(X: Array) -> Array:
+            loss = oracle.objective(X, M1)
+            f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
+            phi = np.maximum(f, 0.0) ** 2
+            out: Array = np.hstack([loss, phi]) * weights
+            return out
+
+        est = self.gradient_estimator().estimate(lagrangian_terms, w, rng, mu=self.mu)
+        return np.asarray(est.grad, dtype=np.float64)
+
+    def H(self, oracle: CountingOracle, w: Array, M3: IntArray) -> Ascent:
+        """``H = beta m / |M3| sum_{j in M3} e_j phi_j(w) - lambda p`` (the ``-lambda p`` part is implicit)."""
+        f = _finite(oracle.constraints(w, M3)[0], oracle, "in the estimate of H")
+        phi = np.maximum(f, 0.0) ** 2
+        return Ascent(idx=M3, gain=self.beta * oracle.m / M3.shape[0] * phi, lam=self.lam)
+
+    def p_star(self, oracle: CountingOracle, w: Array) -> Array:
+        """``p*(w) = argmax_p L(w, p) = Proj_Delta(beta phi(w) / lambda)``: one pass over all constraints."""
+        f = _finite(oracle.constraints(w, None, purpose="init")[0], oracle, "at the starting point")
+        return project_simplex_dense(self.beta * np.maximum(f, 0.0) ** 2 / self.lam)
+
+    def batches(self, oracle: CountingOracle, rng: np.random.Generator) -> tuple[IntArray, IntArray]:
+        """``M1`` (data) and ``M3`` (constraints), uniform without replacement."""
+        M1 = rng.choice(oracle.n, size=self.M1, replace=False)
+        M3 = rng.choice(oracle.m, size=self.M3, replace=False)
+        return M1.astype(np.intp), M3.astype(np.intp)
+
+
+# ====================================================================== DSZOG
+@dataclass(frozen=True)
+class DSZOGState:
+    """What DSZOG carries: ``w`` and the distribution ``p`` over the constraints.
+
+    ``p_support is None``: ``p`` is the dense vector. Otherwise ``p`` holds the values on the sorted
+    indices ``p_support`` and every other entry equals ``p_floor`` (see
+    :mod:`zoframe_constrained.simplex`).
+    """
+
+    x: Array
+    p: Array
+    p_support: IntArray | None
+    p_floor: float
+    m: int
+
+
+@dataclass(frozen=True)
+class DSZOG(_PenaltyMinimax):
+    """Plain DSZOG: Shi, Gao & Gu, ICLR 2022 submission, Algorithm 1 (doubly stochastic ZO gradient).
+
+    ::
+
+        1: initialise w_1                         (x0)
+        2: p_1 = p*(w_1) = Proj(beta phi(w_1)/lambda)   closed form, one pass over all constraints
+        3: for t = 1..T:
+        4:   u_1..u_q ~ N(0, I_d)                 (drawn inside the estimate of l.8)
+        5:   M1 subset [n] uniform
+        6:   M2 ~ p_t
+        7:   M3 subset [m] uniform
+        8:   G = G_L(w_t, p_t, l_M1, f_M2, u)
+        9:   H = beta m/|M3| sum_{j in M3} e_j phi_j(w_t) - lambda p_t
+       10:   w_{t+1} = w_t - eta_w G
+       11:   p_{t+1} = Proj_Delta(p_t + eta_p H)
+
+    ``p_form`` chooses how p is stored: ``"dense"`` (an ``m``-vector, ``O(m)`` per step),
+    ``"sparse"`` (floor + support, ``O(|support| + |M|)`` per step, the same iterates up to
+    rounding) or ``"auto"`` (sparse from ``m >= 20000``). ``outputs()`` reports ``x`` and the final
+    ``p``: its largest entries are the constraints that were hardest to satisfy.
+    """
+
+    p_form: PForm = param("auto", doc="storage of p: 'auto', 'dense' or 'sparse'")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.p_form not in ("auto", "dense", "sparse"):
+            raise InvalidParameterError(f"p_form must be 'auto', 'dense' or 'sparse', got {self.p_form!r}")
+
+    def sparse(self, m: int) -> bool:
+        return self.p_form == "sparse" or (self.p_form == "auto" and m >= SPARSE_AUTO_M)
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> DSZOGState:
+        w = np.array(x0, dtype=np.float64, copy=True)  # Alg. 1 l.1
+        p = self.p_star(oracle, w)  # Alg. 1 l.2
+        if self.sparse(oracle.m):
+            support, values, floor = sparsify(p)
+            return DSZOGState(x=w, p=values, p_support=support, p_floor=floor, m=oracle.m)
+        return DSZOGState(x=w, p=p, p_support=None, p_floor=0.0, m=oracle.m)
+
+    def sample_p(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> IntArray:
+        """``M2 ~ p``: ``|M2|`` i.i.d. draws by inverting the cumulative distribution."""
+        u = rng.random(self.M2)
+        if state.p_support is None:
+            return sample_dense(state.p, u)
+        return sample_sparse(state.p_support, state.p, state.p_floor, oracle.m, u)
+
+    def ascend(self, oracle: CountingOracle, state: DSZOGState, H: Ascent) -> tuple[Array, IntArray | None, float]:
+        """``Proj_Delta(p + eta_p H)`` in the state's form of p."""
+        if state.p_support is None:
+            return ascent_dense(state.p, self.eta_p, H), None, 0.0
+        support, values, floor = ascent_sparse(state.p_support, state.p, state.p_floor, oracle.m, self.eta_p, H)
+        return values, support, floor
+
+    def step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
+        w = state.x
+        M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.5, l.7
+        M2 = self.sample_p(oracle, state, rng)  # Alg. 1 l.6
+        G = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.8 (l.4: directions drawn here)
+        H = self.H(oracle, w, M3)  # Alg. 1 l.9
+        w = w - self.eta_w * G  # Alg. 1 l.10
+        p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
+        return DSZOGState(x=w, p=p, p_support=support, p_floor=floor, m=state.m)
+
+    def outputs(self, state: DSZOGState) -> dict[str, Array]:
+        if state.p_support is None:
+            return {"x": state.x, "p": state.p}
+        return {"x": state.x, "p": densify(state.p_support, state.p, state.p_floor, state.m)}
+
+
+# ====================================================================== ADSZOG
+@dataclass(frozen=True)
+class ADSZOGState:
+    """What ADSZOG carries: ``w``, ``p`` (dense) and the moving averages ``z_w``, ``z_p``; ``t`` counts steps."""
+
+    x: Array
+    p: Array
+    z_w: Array
+    z_p: Array
+    t: int
+
+
+@dataclass(frozen=True)
+class ADSZOG(_PenaltyMinimax):
+    """ADSZOG: DSZOG with exponential moving averages and adaptive steps.
+
+    Shi, Gao & Gu, *Gradient-free method for heavily constrained nonconvex optimization*, ICML 2022,
+    Algorithm 1 (named DSZOG there; ADSZOG is Algorithm 2 of the ICLR 2022 submission)::
+
+        1: initialise w_1
+        2: p_1 = p*(w_1) = Proj(beta phi(w_1)/lambda)
+        3: z_w = G_L(w_1, p_1),  z_p = H(w_1, p_1)
+        4: for t = 1..T:
+        5:   w_{t+1} = w_t - eta_w z_w / (sqrt(||z_w||) + c)
+        6:   p^_{t+1} = Proj_Delta(p_t + eta_p z_p / (sqrt(||z_p||) + c))
+        7:   p_{t+1} = (1 - a) p_t + a p^_{t+1}
+        8:   u_1..u_q ~ N(0, I_d)              (drawn inside the estimate of l.12)
+        9:   M1 subset [n] uniform
+       10:   M2 ~ p_{t+1}
+       11:   M3 subset [m] uniform
+       12:   G = G_L(w_{t+1}, p_{t+1}, l_M1, f_M2, u)
+       13:   H = beta m/|M3| sum_{j in M3} e_j phi_j(w_{t+1}) - lambda p_{t+1}
+       14:   z_w = (1 - b) z_w + b G
+       15:   z_p = (1 - b) z_p + b H
+
+    The adaptive denominator: the paper writes it as ``sqrt(||z||_2 + c)`` in eq. (13) and in the
+    box, and as ``sqrt(||z||_2) + c`` in eq. (14); we use ``sqrt(||z||_2) + c`` (eq. 14) for both
+    ``w`` and ``p``.
+
+    ``p`` and ``z_p`` are dense: unlike DSZOG's step, the averaging of l.7 and the ``-lambda p`` term
+    of ``z_p`` give every entry its own two-dimensional linear history (no exact sublinear form
+    exists: which entries leave the projection's zero set is a half-plane query on (p_j, z_pj)), so
+    this path keeps ``O(m)`` numpy passes (a sort-free projection, one cumulative sum for sampling)
+    and flushes subnormal entries of ``p`` and ``z_p`` every 32 steps.
+    """
+
+    a: float = param(0.9, symbol="a", doc="averaging weight of the projected point, in (0, 1)")
+    b: float = param(0.9, symbol="b", doc="weight of the new estimate in the moving averages, in (0, 1)")
+    c: float = param(1e-8, symbol="c", doc="constant in the adaptive denominator sqrt(||z||) + c")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_open_unit("a", self.a, "a")
+        check_open_unit("b", self.b, "b")
+        check_positive("c", self.c, "c")
+
+    def z_p_of(self, p: Array, H: Ascent) -> Array:
+        """``H`` as a dense vector: ``-lambda p`` plus the gains on ``M3``."""
+        h = -H.lam * p
+        np.add.at(h, H.idx, H.gain)
+        return h
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADSZOGState:
+        w = np.array(x0, dtype=np.float64, copy=True)  # Alg. 1 l.1
+        p = self.p_star(oracle, w)  # Alg. 1 l.2
+        M1, M3 = self.batches(oracle, rng)
+        M2 = sample_dense(p, rng.random(self.M2))
+        z_w = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.3
+        z_p = self.z_p_of(p, self.H(oracle, w, M3))  # Alg. 1 l.3
+        return ADSZOGState(x=w, p=p, z_w=z_w, z_p=z_p, t=0)
+
+    def step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
+        a, b, c = self.a, self.b, self.c
+        z_w, z_p = state.z_w, state.z_p
+        w = state.x - self.eta_w * z_w / (math.sqrt(float(np.linalg.norm(z_w))) + c)  # Alg. 1 l.5
+        p_hat = project_simplex_dense(state.p + (self.eta_p / (math.sqrt(float(np.linalg.norm(z_p))) + c)) * z_p)  # l.6
+        p = (1.0 - a) * state.p + a * p_hat  # Alg. 1 l.7
+        M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.9, l.11
+        M2 = sample_dense(p, rng.random(self.M2))  # Alg. 1 l.10
+        G = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.12 (l.8: directions drawn here)
+        H = self.H(oracle, w, M3)  # Alg. 1 l.13
+        z_w = (1.0 - b) * z_w + b * G  # Alg. 1 l.14
+        z_p = (1.0 - b) * z_p + b * self.z_p_of(p, H)  # Alg. 1 l.15
+        t = state.t + 1
+        if t % 32 == 0:
+            flush(p)
+            flush(z_p)
+        return ADSZOGState(x=w, p=p, z_w=z_w, z_p=z_p, t=t)
+
+    def outputs(self, state: ADSZOGState) -> dict[str, Array]:
+        return {"x": state.x, "p": state.p}
