@@ -316,6 +316,8 @@ def minimize(
     failure: BaseException | None = None
     last_measures: dict[str, float] = {}
     bar = _Progress(progress, max_iter, "it", solver_name)
+    term = getattr(solv, "terminate", None)
+    term = term if callable(term) else None
 
     def save_checkpoint() -> None:
         if checkpoint is None or state is None:
@@ -362,14 +364,14 @@ def minimize(
                     if callback(info):
                         status, message = Status.CALLBACK, "stopped by the callback"
                         break
-                term = getattr(solv, "terminate", None)
-                reason = term(state) if callable(term) else None
+                reason = term(state) if term is not None else None
                 if reason:
                     status, message = Status.CONVERGED, str(reason)
                     break
                 if checkpoint_every and nit % checkpoint_every == 0:
                     save_checkpoint()
-                bar.update(nit)
+                if bar.bar is not None:
+                    bar.update(nit)
         except BudgetExhausted as exc:
             status, message = Status.BUDGET, f"reached max_calls={exc.limit} (next batch needed {exc.requested})"
         except KeyboardInterrupt:

@@ -292,12 +292,12 @@ class CountingOracle:
         if idx is None:
             return np.arange(size, dtype=np.intp)
         ids = np.asarray(idx)
-        if ids.ndim == 0:
-            ids = ids.reshape(1)
-        if ids.ndim != 1 or not (ids.size == 0 or np.issubdtype(ids.dtype, np.integer)):
+        if ids.ndim != 1 or ids.dtype.kind not in "iu" or ids.size == 0:
+            if ids.ndim == 0:
+                return self._indices(ids.reshape(1), size, what)
+            if ids.ndim == 1 and ids.size == 0:
+                raise ShapeError(f"empty batch of {what} indices: a batch needs at least one index")
             raise ShapeError(f"{what} indices must be a 1-D integer array, got {ids.dtype} of shape {ids.shape}")
-        if ids.size == 0:
-            raise ShapeError(f"empty batch of {what} indices: a batch needs at least one index")
         lo, hi = int(ids.min()), int(ids.max())
         if lo < 0 or hi >= size:
             raise ShapeError(f"{what} index out of range: got {lo if lo < 0 else hi}, valid range is 0..{size - 1}")

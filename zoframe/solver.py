@@ -40,8 +40,14 @@ class SolverBase:
         return GaussianEstimator(q=q, mu=mu)
 
     def gradient_estimator(self) -> Estimator:
+        """The ``estimator`` field, or the default one (built once per solver instance)."""
         est = getattr(self, "estimator", None)
-        return self.default_estimator() if est is None else est
+        if est is not None:
+            return est  # type: ignore[no-any-return]
+        cache = self.__dict__  # frozen dataclasses still have an instance dict
+        if "_default_estimator" not in cache:
+            cache["_default_estimator"] = self.default_estimator()
+        return cache["_default_estimator"]  # type: ignore[no-any-return]
 
 
 def check_positive(name: str, value: float, symbol: str | None = None) -> None:
