@@ -70,10 +70,10 @@ def main() -> None:
             kw = {"eta": eta, "q": q, "mu": mu, "batch": None if batch >= prob.n else batch}
             runs = interleaved(
                 {
-                    "bare": lambda: bare_zo_sgd(prob, args.iters, eta, q, mu, batch, 1),
-                    "zoframe": lambda: zoframe.minimize(prob, "zo-sgd", rng=1, max_iter=args.iters, **kw),
-                    "no_trace": lambda: zoframe.minimize(
-                        prob, "zo-sgd", rng=1, max_iter=args.iters, record_every=0, **kw
+                    "bare": lambda b=batch: bare_zo_sgd(prob, args.iters, eta, q, mu, b, 1),
+                    "zoframe": lambda k=kw: zoframe.minimize(prob, "zo-sgd", rng=1, max_iter=args.iters, **k),
+                    "no_trace": lambda k=kw: zoframe.minimize(
+                        prob, "zo-sgd", rng=1, max_iter=args.iters, record_every=0, **k
                     ),
                 },
                 args.reps,

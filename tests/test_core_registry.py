@@ -120,9 +120,8 @@ def test_spec_rejects_unknown_problem_kinds() -> None:
 
 
 def test_params_are_described_with_symbols() -> None:
-    from zoframe_basic.solvers import ZOSGD
-
     from zoframe.specs import describe_params
+    from zoframe_basic.solvers import ZOSGD
 
     params = {p.name: p for p in describe_params(ZOSGD)}
     assert params["eta"].symbol == "eta" and params["eta"].default == 1e-2 and "step" in params["eta"].doc
