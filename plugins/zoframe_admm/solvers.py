@@ -1,0 +1,490 @@
+"""Zeroth-order stochastic ADMM for nonconvex nonsmooth composite problems, and its baselines.
+
+Huang, Gao, Chen & Huang, *Zeroth-Order Stochastic Alternating Direction Method of Multipliers for
+Nonconvex Nonsmooth Optimization*, IJCAI 2019 (``papers/zo-svrg-saga-admm-ijcai2019.txt``):
+
+``min_{x, y_1..y_k} (1/n) sum_i f_i(x) + sum_j psi_j(y_j)  s.t.  A x + sum_j B_j y_j = c``.
+
+All six solvers estimate gradients with the coordinate smoothing estimator CooSGE, eq. (4), with
+the paper's ``mu_t = 1 / (d sqrt(t))`` unless ``mu`` is given; every estimate is ONE batched oracle
+call (``2 d`` rows per base point). The ADMM solvers share the closed-form updates of
+:mod:`zoframe_admm.coupling`:
+
+* ``zo-svrg-admm`` -- Algorithm 1 (SVRG estimator, snapshot every ``m`` inner steps);
+* ``zo-saga-admm`` -- Algorithm 2 (SAGA table of per-sample estimates);
+* ``zo-admm`` -- iteration (5) with the full estimate ``(1/n) sum_i grad f_i`` at every step;
+* ``zo-sgd-admm`` -- iteration (5) with a plain mini-batch estimate (no variance reduction);
+* ``zo-prox-svrg``, ``zo-prox-saga`` -- ZO-ProxSVRG / ZO-ProxSAGA of Huang, Gu, Huo, Chen & Huang
+  (AAAI 2019): proximal steps on ``f(x) + sum_j psi_j(y_j(x))`` with no splitting, where the
+  constraint defines ``y(x) = M x + e``; the prox of ``psi(M x + e)`` is an inner dual FISTA
+  solve of ``inner_iters`` steps (warm-started), or the penalty's own prox when ``M = I``.
+
+Outputs: ``x``, ``y0`` .. ``y{k-1}`` and ``lam`` (for the proximal baselines ``y_j = M_j x + e_j`` and
+``lam = (B^+)^T u`` from the dual ``u`` of the last prox, so that Definition 1 applies to all six).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from zoframe.errors import InvalidParameterError
+from zoframe.estimators import CoordinateEstimator, Estimate
+from zoframe.oracle import CountingOracle
+from zoframe.protocols import Array
+from zoframe.solver import SolverBase, check_int, check_positive
+from zoframe.specs import param
+
+from zoframe_admm.coupling import (
+    ProxMap,
+    admm_constants,
+    check_coupling,
+    composed_prox,
+    dual_update,
+    prox_map,
+    x_update,
+    y_updates,
+)
+
+__all__ = [
+    "ZOSVRGADMM",
+    "ZOSAGAADMM",
+    "ZOADMM",
+    "ZOSGDADMM",
+    "ZOProxSVRG",
+    "ZOProxSAGA",
+    "ADMMState",
+    "SVRGADMMState",
+    "SAGAADMMState",
+    "ProxSVRGState",
+    "ProxSAGAState",
+]
+
+COMPOSITE = frozenset({"composite"})
+
+
+def coo_estimate(
+    oracle: CountingOracle,
+    x: Array,
+    idx: Array | None,
+    mu: float,
+    rng: np.random.Generator,
+    purpose: str,
+    per_component: bool = False,
+) -> Estimate:
+    """CooSGE, eq. (4), of ``f_idx`` at ``x`` (``(d,)`` or ``(P, d)`` base points): ONE oracle call."""
+    return CoordinateEstimator(mu=mu).estimate(
+        lambda X: oracle.objective(X, idx, purpose=purpose), x, rng, mu=mu, per_component=per_component
+    )
+
+
+# --------------------------------------------------------------------------- states
+@dataclass(frozen=True)
+class ADMMState:
+    """``(x_t, y_[k]^t, lam_t)``, the iteration counter ``t`` and the constants ``r``, ``r_j``."""
+
+    x: Array
+    y: tuple[Array, ...]
+    lam: Array
+    t: int
+    r: float
+    r_y: Array
+
+
+@dataclass(frozen=True)
+class SVRGADMMState(ADMMState):
+    """Algorithm 1 also carries the snapshot ``x~^s``, its full estimate and the inner index."""
+
+    x_snap: Array
+    g_snap: Array
+    inner: int
+
+
+@dataclass(frozen=True)
+class SAGAADMMState(ADMMState):
+    """Algorithm 2 also carries the table ``grad f_i(z_i)`` (``(n, d)``) and its mean ``phi``.
+
+    The table is updated IN PLACE by ``step`` (copying ``n x d`` numbers every iteration would cost
+    more than the iteration): a state is consumed by the step that follows it.
+    """
+
+    table: Array
+    phi: Array
+
+
+@dataclass(frozen=True)
+class ProxSVRGState:
+    """ZO-ProxSVRG: ``x_t``, snapshot, its full estimate, dual ``u`` of the last prox, counters.
+
+    ``M, e, P, sizes, identity, lip`` are constants of the coupling (``y = M x + e``,
+    ``lam = P^T u``), computed once in ``init`` so that ``step`` never refactorises a matrix.
+    """
+
+    x: Array
+    u: Array
+    t: int
+    x_snap: Array
+    g_snap: Array
+    inner: int
+    M: Array
+    e: Array
+    P: Array
+    sizes: Array
+    identity: bool
+    lip: float
+
+
+@dataclass(frozen=True)
+class ProxSAGAState:
+    """ZO-ProxSAGA: ``x_t``, table (updated in place), ``phi``, dual ``u`` of the last prox, constants."""
+
+    x: Array
+    u: Array
+    t: int
+    table: Array
+    phi: Array
+    M: Array
+    e: Array
+    P: Array
+    sizes: Array
+    identity: bool
+    lip: float
+
+
+# --------------------------------------------------------------------------- common base
+@dataclass(frozen=True)
+class _ZOBase(SolverBase):
+    problem_kinds: ClassVar[frozenset[str]] = COMPOSITE
+
+    eta: float = param(0.5, symbol="eta", doc="step size of the linearised x-update (prox step for the baselines)")
+    b: int = param(20, symbol="b", doc="mini-batch size, drawn uniformly with replacement (paper: 20)")
+    mu: float | None = param(None, symbol="mu", doc="CooSGE radius; None: mu_t = 1/(d sqrt(t)) as in the paper")
+
+    def __post_init__(self) -> None:
+        check_positive("eta", self.eta, "eta")
+        check_int("b", self.b)
+        if self.mu is not None:
+            check_positive("mu", self.mu, "mu")
+
+    def _mu(self, oracle: CountingOracle, t: int) -> float:
+        """``mu_t = 1 / (d sqrt(t))`` with ``t`` counted from 1 (section 6), or the fixed ``mu``."""
+        return float(self.mu) if self.mu is not None else 1.0 / (oracle.dim * math.sqrt(t + 1.0))
+
+    def _batch(self, oracle: CountingOracle, rng: np.random.Generator) -> Array:
+        """A mini-batch of ``b`` component indices, uniformly with replacement."""
+        out: Array = rng.integers(0, oracle.n, size=self.b)
+        return out
+
+
+@dataclass(frozen=True)
+class _ADMMBase(_ZOBase):
+    rho: float = param(1.0, symbol="rho", doc="penalty parameter of the augmented Lagrangian")
+    r: float | None = param(None, symbol="r", doc="G = r I - rho eta A^T A; None: rho eta sigma_max(A^T A) + 1.01")
+    r_y: float | None = param(None, symbol="r_j", doc="H_j = r_j I - rho B_j^T B_j; None: rho sigma_max(B_j^T B_j) + 1.01")
+    rank_check: str = param("warn", doc="A not of full row rank (Assumption 4): 'error', 'warn' or 'ignore'")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("rho", self.rho, "rho")
+        if self.r is not None:
+            check_positive("r", self.r, "r")
+        if self.r_y is not None:
+            check_positive("r_y", self.r_y, "r_j")
+        if self.rank_check not in ("error", "warn", "ignore"):
+            raise InvalidParameterError(f"rank_check must be 'error', 'warn' or 'ignore', got {self.rank_check!r}")
+
+    def validate(self, oracle: CountingOracle) -> None:
+        check_coupling(oracle, self.rank_check)
+        admm_constants(oracle, self.rho, self.eta, self.r, self.r_y)
+
+    def _start(self, oracle: CountingOracle, x0: Array) -> dict[str, Any]:
+        r, r_y = admm_constants(oracle, self.rho, self.eta, self.r, self.r_y)
+        A = oracle.A
+        if A is None:  # pragma: no cover - excluded by validate
+            raise InvalidParameterError("composite problem without A")
+        return {
+            "x": np.array(x0, dtype=np.float64, copy=True),
+            "y": tuple(np.array(v, dtype=np.float64, copy=True) for v in oracle.y0),
+            "lam": np.zeros(A.shape[0]),
+            "t": 0,
+            "r": r,
+            "r_y": r_y,
+        }
+
+    def _admm_lines(self, oracle: CountingOracle, st: ADMMState, g: Array) -> tuple[Array, tuple[Array, ...], Array]:
+        """The y-, x- and dual updates shared by every ADMM variant, given the estimate ``g``."""
+        y = y_updates(oracle, st.x, st.y, st.lam, self.rho, st.r_y)  # Alg. 1 l.8: prox of psi_j / r_j
+        x = x_update(oracle, st.x, y, st.lam, g, self.rho, self.eta, st.r)  # Alg. 1 l.9: argmin of (6)
+        lam = dual_update(oracle, x, y, st.lam, self.rho)  # Alg. 1 l.10: dual ascent
+        return x, y, lam
+
+    def outputs(self, state: Any) -> Mapping[str, Array]:
+        out: dict[str, Array] = {"x": state.x, "lam": state.lam}
+        for j, yj in enumerate(state.y):
+            out[f"y{j}"] = yj
+        return out
+
+
+# --------------------------------------------------------------------------- Algorithm 1
+@dataclass(frozen=True)
+class ZOSVRGADMM(_ADMMBase):
+    """ZO-SVRG-ADMM: Algorithm 1 of Huang, Gao, Chen & Huang (IJCAI 2019).
+
+    One ``step`` is one inner iteration ``t`` of epoch ``s``::
+
+        l.4   at t = 0: snapshot x~ = x_t and grad^ f(x~) = (1/n) sum_i grad^ f_i(x~)   (2dn calls)
+        l.6   I_t: b indices uniformly with replacement
+        l.7   g = grad^ f_I(x_t) - grad^ f_I(x~) + grad^ f(x~)    (both at once: P = 2, 4db calls)
+        l.8   y_j = prox_{psi_j/r_j}(y_j - (rho B_j^T res - B_j^T lam) / r_j), j = 1..k
+        l.9   x = x_t - (eta/r)(g - A^T lam + rho A^T (A x_t + sum_j B_j y_j - c))
+        l.10  lam = lam - rho (A x + sum_j B_j y_j - c)
+        l.12  after m inner steps the next epoch starts from the last iterate
+
+    At ``t = 0`` the two mini-batch terms of l.7 are evaluated at the same point and cancel exactly,
+    so that estimate is skipped (same iterates, ``4db`` fewer calls). ``m`` defaults to
+    ``ceil(n / b)`` (one pass over the data per epoch); Theorem 1 uses ``m = n^(1/3)``. The output is
+    the last iterate (the paper's uniformly drawn iterate serves the analysis).
+    """
+
+    m: int | None = param(None, symbol="m", doc="inner iterations per epoch; None: ceil(n / b)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.m is not None:
+            check_int("m", self.m)
+
+    def _m(self, oracle: CountingOracle) -> int:
+        return int(self.m) if self.m is not None else max(1, math.ceil(oracle.n / self.b))
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> SVRGADMMState:
+        s = self._start(oracle, x0)  # Alg. 1 l.2
+        return SVRGADMMState(**s, x_snap=s["x"].copy(), g_snap=np.zeros(oracle.dim), inner=0)
+
+    def step(self, oracle: CountingOracle, state: SVRGADMMState, rng: np.random.Generator) -> SVRGADMMState:
+        mu = self._mu(oracle, state.t)
+        x_snap, g_snap = state.x_snap, state.g_snap
+        if state.inner == 0:  # Alg. 1 l.3-4: new epoch, x~ = x_0^s and its full estimate
+            x_snap = state.x
+            g_snap = coo_estimate(oracle, x_snap, None, mu, rng, "snapshot").grad  # Alg. 1 l.4
+            g = g_snap  # Alg. 1 l.7 with x_t = x~: the mini-batch terms cancel
+            rng.integers(0, oracle.n, size=self.b)  # Alg. 1 l.6 (drawn to keep the random stream of the box)
+        else:
+            idx = self._batch(oracle, rng)  # Alg. 1 l.6
+            est = coo_estimate(oracle, np.stack([state.x, x_snap]), idx, mu, rng, "estimate").grad  # l.7 (one call)
+            g = est[0] - est[1] + g_snap  # Alg. 1 l.7
+        x, y, lam = self._admm_lines(oracle, state, g)  # Alg. 1 l.8-10
+        inner = (state.inner + 1) % self._m(oracle)  # Alg. 1 l.5, l.12
+        return SVRGADMMState(
+            x=x, y=y, lam=lam, t=state.t + 1, r=state.r, r_y=state.r_y, x_snap=x_snap, g_snap=g_snap, inner=inner
+        )
+
+
+# --------------------------------------------------------------------------- Algorithm 2
+@dataclass(frozen=True)
+class ZOSAGAADMM(_ADMMBase):
+    """ZO-SAGA-ADMM: Algorithm 2 of Huang, Gao, Chen & Huang (IJCAI 2019).
+
+    ::
+
+        l.2   z_i = x_0, phi = (1/n) sum_i grad^ f_i(z_i)             (init, 2dn calls)
+        l.4   I_t: b indices uniformly with replacement
+        l.5   g = (1/b) sum_{i in I} (grad^ f_i(x_t) - grad^ f_i(z_i)) + phi   (2db calls)
+        l.6   y_j = prox_{psi_j/r_j}(...), j = 1..k
+        l.7   x = x_t - (eta/r)(g - A^T lam + rho A^T (A x_t + sum_j B_j y_j - c))
+        l.8   lam = lam - rho (A x + sum_j B_j y_j - c)
+        l.9   z_i = x_t for i in I (the table stores grad^ f_i(z_i), not z_i)
+        l.10  phi = phi - (1/n) sum_{i in I} (grad^ f_i(z_i^old) - grad^ f_i(x_t))
+
+    l.9-10 run over the DISTINCT indices of ``I`` so that ``phi`` stays the exact mean of the table
+    when the batch repeats an index.
+    """
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> SAGAADMMState:
+        s = self._start(oracle, x0)
+        est = coo_estimate(oracle, s["x"], None, self._mu(oracle, 0), rng, "snapshot", per_component=True)
+        table = np.array(est.per_component, dtype=np.float64)  # Alg. 2 l.2: grad^ f_i(z_i^0), z_i^0 = x_0
+        return SAGAADMMState(**s, table=table, phi=table.mean(axis=0))  # Alg. 2 l.2
+
+    def step(self, oracle: CountingOracle, state: SAGAADMMState, rng: np.random.Generator) -> SAGAADMMState:
+        mu = self._mu(oracle, state.t)
+        idx = self._batch(oracle, rng)  # Alg. 2 l.4
+        comp = np.asarray(coo_estimate(oracle, state.x, idx, mu, rng, "estimate", per_component=True).per_component)
+        g = (comp - state.table[idx]).mean(axis=0) + state.phi  # Alg. 2 l.5
+        x, y, lam = self._admm_lines(oracle, state, g)  # Alg. 2 l.6-8
+        uniq, first = np.unique(idx, return_index=True)
+        phi = state.phi - (state.table[uniq] - comp[first]).sum(axis=0) / oracle.n  # Alg. 2 l.10
+        state.table[uniq] = comp[first]  # Alg. 2 l.9: z_i = x_t for i in I (in place)
+        return SAGAADMMState(x=x, y=y, lam=lam, t=state.t + 1, r=state.r, r_y=state.r_y, table=state.table, phi=phi)
+
+
+# --------------------------------------------------------------------------- baselines (ADMM)
+@dataclass(frozen=True)
+class ZOADMM(_ADMMBase):
+    """ZO-ADMM: iteration (5) of Huang, Gao, Chen & Huang (IJCAI 2019) with the full estimate.
+
+    ::
+
+        l.1  g = (1/n) sum_i grad^ f_i(x_t)     (CooSGE over all n components, 2dn calls)
+        l.2  y_j = prox_{psi_j/r_j}(...), j = 1..k
+        l.3  x = argmin of the linearised augmented Lagrangian (6)
+        l.4  lam = lam - rho (A x + B y - c)
+
+    ``b`` is not used.
+    """
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADMMState:
+        return ADMMState(**self._start(oracle, x0))
+
+    def step(self, oracle: CountingOracle, state: ADMMState, rng: np.random.Generator) -> ADMMState:
+        g = coo_estimate(oracle, state.x, None, self._mu(oracle, state.t), rng, "estimate").grad  # (5) l.1
+        x, y, lam = self._admm_lines(oracle, state, g)  # (5) l.2-4
+        return ADMMState(x=x, y=y, lam=lam, t=state.t + 1, r=state.r, r_y=state.r_y)
+
+
+@dataclass(frozen=True)
+class ZOSGDADMM(_ADMMBase):
+    """ZO-SGD-ADMM: iteration (5) of Huang, Gao, Chen & Huang (IJCAI 2019), plain mini-batch estimate.
+
+    ::
+
+        l.1  I_t: b indices uniformly with replacement
+        l.2  g = (1/b) sum_{i in I} grad^ f_i(x_t)   (2db calls, no variance reduction)
+        l.3  y_j = prox_{psi_j/r_j}(...), j = 1..k
+        l.4  x = argmin of (6);  l.5  lam = lam - rho (A x + B y - c)
+    """
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADMMState:
+        return ADMMState(**self._start(oracle, x0))
+
+    def step(self, oracle: CountingOracle, state: ADMMState, rng: np.random.Generator) -> ADMMState:
+        idx = self._batch(oracle, rng)  # l.1
+        g = coo_estimate(oracle, state.x, idx, self._mu(oracle, state.t), rng, "estimate").grad  # l.2
+        x, y, lam = self._admm_lines(oracle, state, g)  # l.3-5
+        return ADMMState(x=x, y=y, lam=lam, t=state.t + 1, r=state.r, r_y=state.r_y)
+
+
+# --------------------------------------------------------------------------- baselines (proximal)
+@dataclass(frozen=True)
+class _ProxBase(_ZOBase):
+    inner_iters: int = param(30, doc="dual FISTA steps of the inner prox solve when psi(M x + e) has no closed-form prox")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int("inner_iters", self.inner_iters)
+
+    def validate(self, oracle: CountingOracle) -> None:
+        check_coupling(oracle, "ignore")  # no splitting: the rank of A plays no role
+        prox_map(oracle)
+
+    def _prox(self, oracle: CountingOracle, state: Any, g: Array) -> tuple[Array, Array]:
+        """``prox_{eta h}(x_t - eta g)`` and the dual of the prox problem."""
+        pm = ProxMap(M=state.M, e=state.e, P=state.P, sizes=tuple(int(v) for v in state.sizes),
+                     identity=bool(state.identity), lipschitz=float(state.lip))
+        return composed_prox(pm, oracle.penalties, state.x - self.eta * g, self.eta, state.u, self.inner_iters)
+
+    def outputs(self, state: Any) -> Mapping[str, Array]:
+        y = state.M @ state.x + state.e
+        out: dict[str, Array] = {"x": state.x, "lam": state.P.T @ state.u}
+        for j, yj in enumerate(np.split(y, np.cumsum(state.sizes)[:-1])):
+            out[f"y{j}"] = yj
+        return out
+
+    def _start(self, oracle: CountingOracle, x0: Array) -> dict[str, Any]:
+        pm = prox_map(oracle)
+        return {
+            "x": np.array(x0, dtype=np.float64, copy=True),
+            "u": np.zeros(pm.M.shape[0]),
+            "t": 0,
+            "M": pm.M,
+            "e": pm.e,
+            "P": pm.P,
+            "sizes": np.array(pm.sizes, dtype=np.intp),
+            "identity": pm.identity,
+            "lip": pm.lipschitz,
+        }
+
+    def _carry(self, state: Any) -> dict[str, Any]:
+        return {k: getattr(state, k) for k in ("M", "e", "P", "sizes", "identity", "lip")}
+
+
+@dataclass(frozen=True)
+class ZOProxSVRG(_ProxBase):
+    """ZO-ProxSVRG with CooSGE: Huang, Gu, Huo, Chen & Huang (AAAI 2019), as compared in IJCAI 2019 section 6.
+
+    ::
+
+        l.1  at t = 0 of an epoch: x~ = x_t, grad^ f(x~) over all n (2dn calls)
+        l.2  I_t: b indices with replacement
+        l.3  g = grad^ f_I(x_t) - grad^ f_I(x~) + grad^ f(x~)  (P = 2, one call)
+        l.4  x = prox_{eta h}(x_t - eta g),  h(x) = sum_j psi_j(M_j x + e_j)
+
+    No splitting: ``y(x) = M x + e`` must be what the constraint defines. The prox of ``h`` is the
+    penalty's own when ``M = I``; otherwise an inner dual FISTA solve of ``inner_iters`` steps,
+    warm-started at the previous dual (stated, as the paper's baseline has no cheap prox here).
+    """
+
+    m: int | None = param(None, symbol="m", doc="inner iterations per epoch; None: ceil(n / b)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.m is not None:
+            check_int("m", self.m)
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ProxSVRGState:
+        s = self._start(oracle, x0)
+        return ProxSVRGState(**s, x_snap=s["x"].copy(), g_snap=np.zeros(oracle.dim), inner=0)
+
+    def step(self, oracle: CountingOracle, state: ProxSVRGState, rng: np.random.Generator) -> ProxSVRGState:
+        mu = self._mu(oracle, state.t)
+        x_snap, g_snap = state.x_snap, state.g_snap
+        if state.inner == 0:  # l.1
+            x_snap = state.x
+            g_snap = coo_estimate(oracle, x_snap, None, mu, rng, "snapshot").grad
+            g = g_snap
+            rng.integers(0, oracle.n, size=self.b)  # l.2 (terms cancel at x_t = x~)
+        else:
+            idx = self._batch(oracle, rng)  # l.2
+            est = coo_estimate(oracle, np.stack([state.x, x_snap]), idx, mu, rng, "estimate").grad
+            g = est[0] - est[1] + g_snap  # l.3
+        x, u = self._prox(oracle, state, g)  # l.4
+        m = int(self.m) if self.m is not None else max(1, math.ceil(oracle.n / self.b))
+        return ProxSVRGState(
+            x=x, u=u, t=state.t + 1, x_snap=x_snap, g_snap=g_snap, inner=(state.inner + 1) % m, **self._carry(state)
+        )
+
+
+@dataclass(frozen=True)
+class ZOProxSAGA(_ProxBase):
+    """ZO-ProxSAGA with CooSGE: Huang, Gu, Huo, Chen & Huang (AAAI 2019), as compared in IJCAI 2019 section 6.
+
+    ::
+
+        l.0  table_i = grad^ f_i(x_0), phi = mean (init, 2dn calls)
+        l.1  I_t: b indices with replacement
+        l.2  g = (1/b) sum_{i in I}(grad^ f_i(x_t) - table_i) + phi   (2db calls)
+        l.3  x = prox_{eta h}(x_t - eta g)
+        l.4  table_i = grad^ f_i(x_t), phi updated, for the distinct i in I
+
+    The prox of ``h(x) = sum_j psi_j(M_j x + e_j)`` as in :class:`ZOProxSVRG`.
+    """
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ProxSAGAState:
+        s = self._start(oracle, x0)
+        est = coo_estimate(oracle, s["x"], None, self._mu(oracle, 0), rng, "snapshot", per_component=True)
+        table = np.array(est.per_component, dtype=np.float64)  # l.0
+        return ProxSAGAState(**s, table=table, phi=table.mean(axis=0))
+
+    def step(self, oracle: CountingOracle, state: ProxSAGAState, rng: np.random.Generator) -> ProxSAGAState:
+        mu = self._mu(oracle, state.t)
+        idx = self._batch(oracle, rng)  # l.1
+        comp = np.asarray(coo_estimate(oracle, state.x, idx, mu, rng, "estimate", per_component=True).per_component)
+        g = (comp - state.table[idx]).mean(axis=0) + state.phi  # l.2
+        x, u = self._prox(oracle, state, g)  # l.3
+        uniq, first = np.unique(idx, return_index=True)
+        phi = state.phi - (state.table[uniq] - comp[first]).sum(axis=0) / oracle.n  # l.4
+        state.table[uniq] = comp[first]  # l.4 (in place)
+        return ProxSAGAState(x=x, u=u, t=state.t + 1, table=state.table, phi=phi, **self._carry(state))
