@@ -10,6 +10,8 @@ import time
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
+from zoframe.errors import ChecksumError, DataFormatError, DataNotFoundError, InvalidInputError
 from zoframe_datasets import (
     DATASETS,
     cache_dir,
@@ -20,8 +22,6 @@ from zoframe_datasets import (
     parse_careful,
     sha256_file,
 )
-
-from zoframe.errors import ChecksumError, DataFormatError, DataNotFoundError, InvalidInputError
 
 SHARED = Path(os.environ.get("ZOFRAME_DATA", ""))
 needs_data = pytest.mark.skipif(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from zoframe_datasets import binary_labels, stratified_subsample
 
 from zoframe.errors import InvalidInputError
+from zoframe_datasets import binary_labels, stratified_subsample
 
 
 def test_binary_labels_maps_larger_label_to_plus_one() -> None:
