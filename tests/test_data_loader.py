@@ -182,6 +182,8 @@ def test_unknown_name_and_missing_path(tmp_path: Path) -> None:
         load_libsvm("no-such-set", data_dir=tmp_path)
     with pytest.raises(DataNotFoundError, match="no LIBSVM file at"):
         load_libsvm(tmp_path / "absent.libsvm")
+    with pytest.raises(DataNotFoundError, match=r"'w8a' is the known dataset 'w8a': `zoframe data fetch w8a --dir"):
+        load_libsvm(tmp_path / "w8a")
     with pytest.raises(DataNotFoundError, match="is a directory"):
         load_libsvm(tmp_path)
     with pytest.raises(InvalidInputError):

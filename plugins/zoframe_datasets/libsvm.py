@@ -78,9 +78,16 @@ def _resolve(source: PathLike, data_dir: PathLike | None) -> tuple[Path, Dataset
         return data_path(text, data_dir), lookup(text)
     p = Path(text).expanduser()
     if not p.is_file():
+        known = lookup(p.name)
+        hint = (
+            f"; {p.name!r} is the known dataset {known.name!r}: `zoframe data fetch {known.name} --dir {p.parent}` "
+            f"downloads it there"
+            if known is not None and not p.is_dir()
+            else ""
+        )
         raise DataNotFoundError(
             f"no LIBSVM file at {p}{' (it is a directory)' if p.is_dir() else ''}: check the path, "
-            "or pass a known dataset name (see `zoframe data list`)"
+            f"or pass a known dataset name (see `zoframe data list`){hint}"
         )
     return p, lookup(p.name)
 
@@ -97,7 +104,8 @@ def load_libsvm(
     ``source`` is a catalogue name (``"a9a"``, see :data:`zoframe_datasets.DATASETS`), a file name
     looked up in the data directories, or a path. ``n_features`` defaults to the catalogue's value
     for known datasets (a9a.t's largest index is 122 but it has 123 features), else the largest
-    index present. ``verify`` checks the SHA256 of known datasets.
+    index present. ``verify`` checks the SHA256 of known datasets, including a file given by a path
+    whose name is a catalogue file name (a file of your own called ``a9a`` needs ``verify=False``).
     """
     if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1):
         raise InvalidInputError(f"n_features must be a positive integer or None, got {n_features!r}")
