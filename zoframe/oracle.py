@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 import itertools
+import math
 import time
 from typing import Any, Literal
 
@@ -341,13 +342,14 @@ class CountingOracle:
             parts = [self._shape(f.result(), hi - lo, b, kind) for f, (lo, hi) in zip(futures, blocks)]
             out = np.concatenate(parts, axis=0)
         self.seconds += time.perf_counter() - t0
-        if not np.isfinite(out).all():
+        # one reduction detects NaN/inf cheaply (a finite sum can only overflow: then check exactly)
+        if not math.isfinite(float(out.sum())) and not np.isfinite(out).all():
             out = self._nonfinite(out, arrays, ids, kind)
         return out
 
     @staticmethod
     def _shape(raw: Any, k: int, b: int, kind: str) -> Array:
-        out = np.array(raw, dtype=np.float64, copy=True)
+        out = np.array(raw, dtype=np.float64, copy=True)  # the solver owns its values
         if out.shape == (k, b):
             return out
         if out.ndim == 1 and ((out.shape[0] == k and b == 1) or (out.shape[0] == b and k == 1)):
