@@ -1,3 +1,73 @@
-"""Hook implementations of zoframe_minimax (components are added as they land)."""
+"""Hook implementations of zoframe_minimax: six solvers, two problems, one reproduction."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zoframe import hookimpl
+from zoframe.specs import ProblemSpec, ReproductionSpec, SolverSpec
+from zoframe_minimax.problems import NCSC, dro
+from zoframe_minimax.solvers import SGDA, SGDMSA, ZOGDA, ZOGDMSA, ZOSGDA, ZOSGDMSA
+
+PAPER = (
+    "Wang, Balasubramanian, Ma & Razaviyayn, Zeroth-Order Algorithms for Nonconvex-Strongly-Concave "
+    "Minimax Problems with Improved Complexities, J. Global Optim. 2023 (arXiv:2001.07819)"
+)
+_MINIMAX = frozenset({"minimax"})
+# small well-conditioned smoke problems: larger steps than the DRO experiment's 0.01
+_CONTRACT_DET = {"eta1": 0.05, "eta2": 0.5}
+_CONTRACT_MSA = {"eta1": 0.1, "eta2": 0.5, "T": 3}
+
+
+@hookimpl
+def zoframe_solvers() -> Sequence[SolverSpec]:
+    return [
+        SolverSpec("zo-gda", ZOGDA, "zeroth-order gradient descent ascent (deterministic)", PAPER + ", Algorithm 1",
+                   _MINIMAX, contract_params=_CONTRACT_DET),
+        SolverSpec("zo-gdmsa", ZOGDMSA, "zeroth-order gradient descent multi-step ascent (deterministic)",
+                   PAPER + ", Algorithm 2", _MINIMAX, contract_params=_CONTRACT_MSA),
+        SolverSpec("zo-sgda", ZOSGDA, "zeroth-order stochastic gradient descent ascent", PAPER + ", Algorithm 3",
+                   _MINIMAX, contract_params={**_CONTRACT_DET, "batch1": 4, "batch2": 4}),
+        SolverSpec("zo-sgdmsa", ZOSGDMSA, "zeroth-order stochastic gradient descent multi-step ascent",
+                   PAPER + ", Algorithm 4", _MINIMAX, contract_params={**_CONTRACT_MSA, "batch1": 4, "batch2": 4}),
+        SolverSpec("sgda", SGDA, "FIRST-ORDER stochastic gradient descent ascent (reference curves)",
+                   "Lin, Jin & Jordan, ICML 2020; first-order counterpart in " + PAPER, _MINIMAX,
+                   zeroth_order=False, contract_params={**_CONTRACT_DET, "batch1": 4, "batch2": 4}),
+        SolverSpec("sgdmsa", SGDMSA, "FIRST-ORDER stochastic gradient descent multi-step ascent (reference curves)",
+                   "Nouiehed et al., NeurIPS 2019; first-order counterpart in " + PAPER, _MINIMAX,
+                   zeroth_order=False, contract_params={**_CONTRACT_MSA, "batch1": 4, "batch2": 4}),
+    ]
+
+
+@hookimpl
+def zoframe_problems() -> Sequence[ProblemSpec]:
+    return [
+        ProblemSpec(
+            name="ncsc",
+            factory=NCSC,
+            summary="synthetic nonconvex-strongly-concave minimax with known kappa and closed-form y*(x)",
+            reference="(test problem for " + PAPER + ")",
+            kind="minimax",
+            parameters={"d1": "x dimension (10)", "d2": "y dimension (5)", "kappa": "condition number >= 2 (10)",
+                        "n": "samples (1)", "noise": "sample noise (0.5)",
+                        "y_set_name": "reals | box | ball | simplex (reals)", "seed": "0"},
+        ),
+        ProblemSpec(
+            name="dro",
+            factory=dro,
+            summary="distributionally robust loss over the simplex on a LIBSVM dataset (section 5)",
+            reference=PAPER + ", section 5",
+            kind="minimax",
+            parameters={"dataset": "a9a | mushrooms | w8a | colon-cancer | any LIBSVM binary set (a9a)",
+                        "n": "samples (paper: a9a 200, mushrooms 100, w8a 100, colon-cancer all 62)",
+                        "seed": "subsample seed (0)", "lam": "regulariser weight (10)"},
+        ),
+    ]
+
+
+@hookimpl
+def zoframe_reproductions() -> Sequence[ReproductionSpec]:
+    from zoframe_minimax.reproduce import add_arguments, run
+
+    return [ReproductionSpec("minimax", "Figure 1 of the ZO minimax paper: DRO, ZO-SGDA/ZO-SGDMSA vs SGDA/SGDMSA",
+                             PAPER + ", section 5, Figure 1", add_arguments, run)]
