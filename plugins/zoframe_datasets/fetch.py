@@ -120,7 +120,7 @@ def fetch(
 
     try:
         raw = temp(".download")
-        _download(source, raw, timeout)
+        _download(source, raw, timeout, target)
         plain = _decompress(raw, source, temp)
         if info.remote.endswith(".mat"):
             if verify and sha256 is None and info.remote_sha256 is not None:
@@ -156,7 +156,7 @@ def _mismatch(info: DatasetInfo, source: str, expected: str, got: str, *, what: 
     return msg
 
 
-def _download(url: str, out: Path, timeout: float) -> None:
+def _download(url: str, out: Path, timeout: float, target: Path) -> None:
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme not in ("http", "https", "file"):
         raise FetchError(f"cannot download {url!r}: only http, https and file addresses are supported")
@@ -166,13 +166,13 @@ def _download(url: str, out: Path, timeout: float) -> None:
     except urllib.error.HTTPError as exc:
         raise FetchError(
             f"downloading {url} failed with HTTP {exc.code} {exc.reason}: check the address (--url), "
-            "or download the file by hand and put it in the data directory"
+            f"or download the file by hand and put it at {target}"
         ) from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise FetchError(
             f"downloading {url} failed ({reason}): check the network connection or the address "
-            "(--url), or download the file by hand and put it in the data directory"
+            f"(--url), or download the file by hand and put it at {target}"
         ) from None
 
 
