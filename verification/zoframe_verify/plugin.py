@@ -1,3 +1,60 @@
-"""Hook implementations of zoframe_verify (components are added as they land)."""
+"""Hook implementations of zoframe_verify: test problems with known answers and two commands."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zoframe import hookimpl
+from zoframe.specs import CommandSpec, ProblemSpec
+from zoframe_verify.cli import add_rate_arguments, add_verify_arguments, run_rate_command, run_verify_command
+from zoframe_verify.problems import KKTQP, LassoComposite, SaddleQuadratic
+
+
+@hookimpl
+def zoframe_problems() -> Sequence[ProblemSpec]:
+    return [
+        ProblemSpec(
+            name="kkt-qp",
+            factory=KKTQP,
+            summary="convex QP with linear inequality constraints, cvxpy reference (closed form with box constraints)",
+            reference="(verification problem)",
+            kind="constrained",
+            parameters={"dim": "dimension (10)", "m": "constraints (50)", "n": "components (20)", "seed": "0",
+                        "constraints_kind": "'random' or 'box' (closed-form answer)"},
+        ),
+        ProblemSpec(
+            name="saddle-quadratic",
+            factory=SaddleQuadratic,
+            summary="nonconvex-strongly-concave quadratic minimax with grad g and solution in closed form",
+            reference="(verification problem)",
+            kind="minimax",
+            parameters={"dim": "d_x (5)", "dim_y": "d_y (5)", "n": "samples (10)", "rho": "strong concavity (1)",
+                        "seed": "0"},
+        ),
+        ProblemSpec(
+            name="lasso-composite",
+            factory=LassoComposite,
+            summary="lasso as x - y = 0 with tau ||y||_1, white-box gradients and a cvxpy reference",
+            reference="(verification problem)",
+            kind="composite",
+            parameters={"dim": "dimension (20)", "n": "samples (100)", "tau": "l1 weight (0.1)", "seed": "0"},
+        ),
+    ]
+
+
+@hookimpl
+def zoframe_commands() -> Sequence[CommandSpec]:
+    return [
+        CommandSpec(
+            name="rate",
+            help="convergence-rate study: seeds x budget sweep, log-log slope fit, comparison with the proven rate",
+            add_arguments=add_rate_arguments,
+            run=run_rate_command,
+        ),
+        CommandSpec(
+            name="verify",
+            help="verification report (KKT / stationarity / reference gap) of a saved run",
+            add_arguments=add_verify_arguments,
+            run=run_verify_command,
+        ),
+    ]

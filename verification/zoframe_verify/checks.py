@@ -1,0 +1,420 @@
+"""Stationarity reports of a candidate point, one per problem kind.
+
+* :func:`kkt_report` (constrained): ``eps1, eps2, eps3`` of Shi, Gao & Gu, ICML 2022,
+  Definition 5.3, with multipliers fitted by NNLS over the nearly active set (only those
+  constraints' gradients are ever formed) or taken from a reference solution.
+* :func:`minimax_report`: ``||grad g(x)||`` with ``g(x) = max_{y in Y} f(x, y)`` by an inner solve and
+  Danskin's theorem (Wang et al., Definition 2.2), ``||grad_x f(x, y)||`` and the projected
+  gradient mapping in ``y`` (Definition 2.1).
+* :func:`admm_report` (composite): ``dist(0, dL(x, y, lam))^2`` of Huang et al., IJCAI 2019,
+  Definition 1, split into its x, y and feasibility parts.
+* :func:`finite_sum_report`: the gradient (mapping) norm.
+
+Gradients come from the problem's white-box capabilities (``HasGradient``,
+``HasConstraintGradient``, ``HasMinimaxGradient``) when present, else from central differences
+with the step ``eps^(1/3) max(1, |x|_inf)`` (about 1e-10 relative accuracy on smooth functions);
+every report says which was used. These evaluations call the problem directly: they are checks,
+not part of any solver's budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+import math
+from typing import Any
+
+import numpy as np
+
+from zoframe.errors import InvalidInputError, ShapeError
+from zoframe.measures import central_difference_gradient, gradient_mapping, kkt_residuals
+from zoframe.protocols import Array, HasConstraintGradient, HasGradient, HasMinimaxGradient, IntArray
+
+__all__ = [
+    "CHUNK",
+    "ADMMReport",
+    "FiniteSumReport",
+    "KKTReport",
+    "MinimaxReport",
+    "admm_report",
+    "finite_sum_report",
+    "kkt_report",
+    "minimax_report",
+    "objective_gradient",
+]
+
+#: rows per block when a check walks over all n components or all m constraints
+CHUNK = 65536
+
+
+def _vec(x: Any, dim: int, name: str) -> Array:
+    arr = np.array(x, dtype=np.float64, copy=True).reshape(-1)
+    if arr.shape != (dim,):
+        raise ShapeError(f"{name} must have shape ({dim},), got {np.shape(x)}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or infinity; a report needs a finite point")
+    return arr
+
+
+def _blocks(size: int) -> list[IntArray]:
+    return [np.arange(lo, min(size, lo + CHUNK), dtype=np.intp) for lo in range(0, size, CHUNK)]
+
+
+def objective_value(problem: Any, x: Array) -> float:
+    """``(1/n) sum_i l_i(x)``, in blocks of :data:`CHUNK` components."""
+    n = int(getattr(problem, "n", 1))
+    total = 0.0
+    for idx in _blocks(n):
+        total += float(np.asarray(problem.components(x[None, :], idx), dtype=np.float64).sum())
+    return total / n
+
+
+def objective_gradient(problem: Any, x: Array) -> tuple[Array, str]:
+    """``grad (1/n) sum_i l_i(x)`` and its source (``"white-box"`` or ``"central differences"``)."""
+    n = int(getattr(problem, "n", 1))
+    g = np.zeros(x.shape[0])
+    if isinstance(problem, HasGradient):
+        for idx in _blocks(n):
+            g += np.asarray(problem.component_gradients(x, idx), dtype=np.float64).sum(axis=0)
+        return g / n, "white-box (HasGradient)"
+    for idx in _blocks(n):
+
+        def block_sum(X: Array, i: IntArray = idx) -> Array:
+            out: Array = np.asarray(problem.components(X, i), dtype=np.float64).sum(axis=1)
+            return out
+
+        g += central_difference_gradient(block_sum, x)[0]
+    return g / n, "central differences"
+
+
+def constraint_values(problem: Any, x: Array) -> Array:
+    """All ``m`` constraint values ``f_j(x)``, in blocks of :data:`CHUNK`."""
+    m = int(problem.m)
+    parts = [np.asarray(problem.constraints(x[None, :], idx), dtype=np.float64).reshape(-1) for idx in _blocks(m)]
+    return np.concatenate(parts)
+
+
+def _constraint_grads(problem: Any, x: Array) -> tuple[Callable[[IntArray], Array], str]:
+    if isinstance(problem, HasConstraintGradient):
+
+        def white(idx: IntArray) -> Array:
+            ids = np.asarray(idx, dtype=np.intp)
+            return np.asarray(problem.constraint_gradients(x, ids), dtype=np.float64)
+
+        return white, "white-box (HasConstraintGradient)"
+
+    def central(idx: IntArray) -> Array:
+        ids = np.asarray(idx, dtype=np.intp)
+        return central_difference_gradient(lambda X: np.asarray(problem.constraints(X, ids), dtype=np.float64), x)
+
+    return central, "central differences"
+
+
+# --------------------------------------------------------------------------- constrained
+@dataclass(frozen=True)
+class KKTReport:
+    """Definition 5.3 (ICML DSZOG) at a candidate ``x``.
+
+    ``eps1 = ||grad f0 + sum_j alpha_j grad f_j||``, ``eps2 = sqrt(sum_j max(f_j, 0)^2)``,
+    ``eps3 = sqrt(sum_j (alpha_j f_j)^2)``; ``multipliers_source`` says whether ``alpha`` was fitted
+    by NNLS over the nearly active set ``{j : f_j >= -active_tol}`` or taken from a reference;
+    ``n_active`` is the size of the set whose gradients were formed.
+    """
+
+    eps1: float
+    eps2: float
+    eps3: float
+    max_violation: float
+    fun: float
+    grad_norm: float
+    n_active: int
+    active_tol: float
+    multipliers: Array
+    multipliers_source: str
+    gradient_source: str
+    constraint_gradient_source: str
+
+    def measures(self) -> dict[str, float]:
+        return {
+            "fun": self.fun,
+            "eps1": self.eps1,
+            "eps2": self.eps2,
+            "eps3": self.eps3,
+            "kkt": max(self.eps1, self.eps2, self.eps3),
+            "max_violation": self.max_violation,
+            "grad_norm": self.grad_norm,
+            "n_active": float(self.n_active),
+        }
+
+
+def kkt_report(
+    problem: Any,
+    x: Any,
+    *,
+    multipliers: Array | None = None,
+    multipliers_source: str = "reference",
+    active_tol: float = 1e-6,
+    max_active: int | None = 10000,
+) -> KKTReport:
+    """KKT residuals of a constrained problem at ``x`` (ICML DSZOG Definition 5.3).
+
+    With ``multipliers=None`` the multipliers are fitted by non-negative least squares over the
+    constraints with ``f_j(x) >= -active_tol`` (at most ``max_active`` of them, largest values
+    first); only those constraints' gradients are formed, so ``m`` may be huge. Given
+    ``multipliers`` (length ``m``, ``>= 0``, e.g. a reference solution's duals) are used as they are.
+    """
+    if getattr(problem, "kind", None) != "constrained":
+        raise InvalidInputError(f"kkt_report needs a constrained problem, got kind={getattr(problem, 'kind', None)!r}")
+    if not (math.isfinite(active_tol) and active_tol >= 0):
+        raise InvalidInputError(f"active_tol must be a finite number >= 0, got {active_tol!r}")
+    xv = _vec(x, int(problem.dim), "x")
+    g0, source = objective_gradient(problem, xv)
+    fv = constraint_values(problem, xv)
+    cgrads, csource = _constraint_grads(problem, xv)
+    res = kkt_residuals(g0, fv, cgrads, multipliers, active_tol=active_tol, max_active=max_active)
+    return KKTReport(
+        eps1=res.eps1,
+        eps2=res.eps2,
+        eps3=res.eps3,
+        max_violation=res.max_violation,
+        fun=objective_value(problem, xv),
+        grad_norm=float(np.linalg.norm(g0)),
+        n_active=int(res.active.size),
+        active_tol=float(active_tol),
+        multipliers=res.multipliers,
+        multipliers_source="NNLS over the nearly active set" if res.fitted else multipliers_source,
+        gradient_source=source,
+        constraint_gradient_source=csource,
+    )
+
+
+# --------------------------------------------------------------------------- minimax
+def minimax_gradients(problem: Any, x: Array, y: Array) -> tuple[Array, Array, str]:
+    """``(grad_x f, grad_y f)`` of ``f = (1/n) sum_i F_i`` at ``(x, y)`` and their source."""
+    n = int(getattr(problem, "n", 1))
+    if isinstance(problem, HasMinimaxGradient):
+        gx = np.zeros(x.shape[0])
+        gy = np.zeros(y.shape[0])
+        for idx in _blocks(n):
+            bx, by = problem.minimax_gradients(x, y, idx)
+            gx += np.asarray(bx, dtype=np.float64).sum(axis=0)
+            gy += np.asarray(by, dtype=np.float64).sum(axis=0)
+        return gx / n, gy / n, "white-box (HasMinimaxGradient)"
+    idx_all = np.arange(n, dtype=np.intp)
+
+    def fx(X: Array) -> Array:
+        out: Array = np.asarray(problem.values(X, np.repeat(y[None, :], X.shape[0], axis=0), idx_all)).mean(axis=1)
+        return out
+
+    def fy(Y: Array) -> Array:
+        out: Array = np.asarray(problem.values(np.repeat(x[None, :], Y.shape[0], axis=0), Y, idx_all)).mean(axis=1)
+        return out
+
+    return central_difference_gradient(fx, x)[0], central_difference_gradient(fy, y)[0], "central differences"
+
+
+def _minimax_value(problem: Any, x: Array, y: Array) -> float:
+    n = int(getattr(problem, "n", 1))
+    return float(np.asarray(problem.values(x[None, :], y[None, :], np.arange(n, dtype=np.intp))).mean())
+
+
+@dataclass(frozen=True)
+class InnerSolve:
+    """The inner maximisation ``y*(x) = argmax_{y in Y} f(x, y)`` of a minimax report."""
+
+    y: Array
+    value: float
+    iterations: int
+    mapping_norm: float
+    converged: bool
+
+
+def inner_maximize(
+    problem: Any, x: Array, y_start: Array, *, tol: float = 1e-10, max_iter: int = 20000
+) -> InnerSolve:
+    """Projected gradient ascent with backtracking on ``f(x, .)`` over ``Y`` (strongly concave)."""
+    y_set = getattr(problem, "y_set", None)
+    proj: Callable[[Array], Array] | None = None if y_set is None else y_set.project
+    y = y_start.copy() if proj is None else np.asarray(proj(y_start), dtype=np.float64)
+    step = 1.0
+    val = _minimax_value(problem, x, y)
+    norm = math.inf
+    for it in range(1, max_iter + 1):
+        _, gy, _ = minimax_gradients(problem, x, y)
+        norm = float(np.linalg.norm(gradient_mapping(y, -gy, proj, 1.0)))
+        if norm <= tol * max(1.0, abs(val)):
+            return InnerSolve(y, val, it - 1, norm, True)
+        while True:  # Armijo backtracking for ascent
+            cand = y + step * gy
+            if proj is not None:
+                cand = np.asarray(proj(cand), dtype=np.float64)
+            cval = _minimax_value(problem, x, cand)
+            d = cand - y
+            if cval >= val + float(gy @ d) - float(d @ d) / (2.0 * step) - 1e-15 * max(1.0, abs(val)) or step < 1e-12:
+                break
+            step *= 0.5
+        if float(np.linalg.norm(cand - y)) == 0.0:
+            return InnerSolve(y, val, it, norm, norm <= math.sqrt(tol))
+        y, val = cand, cval
+        step *= 2.0
+    return InnerSolve(y, val, max_iter, norm, False)
+
+
+@dataclass(frozen=True)
+class MinimaxReport:
+    """Stationarity of a minimax candidate ``(x, y)`` (Wang et al., Definitions 2.1 and 2.2).
+
+    ``grad_g_norm = ||grad_x f(x, y*(x))||`` (Danskin) with ``y*(x)`` from the inner solve;
+    ``grad_x_norm = ||grad_x f(x, y)||``; ``y_mapping_norm = ||(y - Proj_Y(y + eta grad_y f)) / eta||``;
+    ``y_gap = ||y - y*(x)||``; ``g`` is ``g(x) = f(x, y*(x))``.
+    """
+
+    grad_g_norm: float
+    grad_x_norm: float
+    y_mapping_norm: float
+    y_gap: float
+    g: float
+    fun: float
+    inner: InnerSolve
+    eta: float
+    gradient_source: str
+
+    def measures(self) -> dict[str, float]:
+        return {
+            "fun": self.fun,
+            "g": self.g,
+            "grad_g_norm": self.grad_g_norm,
+            "grad_x_norm": self.grad_x_norm,
+            "y_mapping_norm": self.y_mapping_norm,
+            "y_gap": self.y_gap,
+            "inner_iterations": float(self.inner.iterations),
+        }
+
+
+def minimax_report(problem: Any, x: Any, y: Any | None = None, *, eta: float = 1.0, tol: float = 1e-10) -> MinimaxReport:
+    """Minimax report at ``(x, y)`` (``y`` defaults to the problem's ``y0``)."""
+    if getattr(problem, "kind", None) != "minimax":
+        raise InvalidInputError(f"minimax_report needs a minimax problem, got kind={getattr(problem, 'kind', None)!r}")
+    if not eta > 0:
+        raise InvalidInputError(f"eta must be > 0, got {eta}")
+    xv = _vec(x, int(problem.dim), "x")
+    yv = _vec(problem.y0 if y is None else y, int(problem.dim_y), "y")
+    y_set = getattr(problem, "y_set", None)
+    proj = None if y_set is None else y_set.project
+    gx, gy, source = minimax_gradients(problem, xv, yv)
+    inner = inner_maximize(problem, xv, yv, tol=tol)
+    ggx, _, _ = minimax_gradients(problem, xv, inner.y)
+    return MinimaxReport(
+        grad_g_norm=float(np.linalg.norm(ggx)),
+        grad_x_norm=float(np.linalg.norm(gx)),
+        y_mapping_norm=float(np.linalg.norm(gradient_mapping(yv, -gy, proj, eta))),
+        y_gap=float(np.linalg.norm(yv - inner.y)),
+        g=inner.value,
+        fun=_minimax_value(problem, xv, yv),
+        inner=inner,
+        eta=float(eta),
+        gradient_source=source,
+    )
+
+
+# --------------------------------------------------------------------------- composite
+@dataclass(frozen=True)
+class ADMMReport:
+    """``dist(0, dL(x, y, lam))^2`` (Huang et al., IJCAI 2019, Definition 1) and its parts.
+
+    ``L = f(x) + sum_j psi_j(y_j) - <lam, A x + sum_j B_j y_j - c>``:
+    ``x_part = ||grad f(x) - A^T lam||^2``, ``y_part = sum_j dist(B_j^T lam, d psi_j(y_j))^2``,
+    ``feasibility = ||A x + sum_j B_j y_j - c||^2``; ``dist2`` is their sum.
+    ``lam_source`` says whether ``lam`` came from the run or was fitted by least squares.
+    """
+
+    dist2: float
+    x_part: float
+    y_part: float
+    feasibility: float
+    fun: float
+    lam_source: str
+    gradient_source: str
+
+    def measures(self) -> dict[str, float]:
+        return {
+            "fun": self.fun,
+            "dist2": self.dist2,
+            "x_part": self.x_part,
+            "y_part": self.y_part,
+            "feasibility": self.feasibility,
+        }
+
+
+def admm_report(problem: Any, x: Any, ys: Sequence[Any] | None = None, lam: Any | None = None) -> ADMMReport:
+    """ADMM stationarity of a composite problem at ``(x, y_1..y_k, lam)``.
+
+    ``ys=None`` takes ``y_j = `` the least-squares solution of the coupling given ``x`` only when
+    there is one block with ``B_1`` square and invertible; ``lam=None`` fits
+    ``lam = argmin ||grad f(x) - A^T lam||`` (said in ``lam_source``).
+    """
+    if getattr(problem, "kind", None) != "composite":
+        raise InvalidInputError(f"admm_report needs a composite problem, got kind={getattr(problem, 'kind', None)!r}")
+    A = np.asarray(problem.A, dtype=np.float64)
+    Bs = [np.asarray(b, dtype=np.float64) for b in problem.B]
+    c = np.asarray(problem.c, dtype=np.float64)
+    pens = list(problem.penalties)
+    xv = _vec(x, int(problem.dim), "x")
+    if ys is None:
+        if len(Bs) == 1 and Bs[0].shape[0] == Bs[0].shape[1]:
+            ys = [np.linalg.solve(Bs[0], c - A @ xv)]
+        else:
+            raise InvalidInputError(
+                "admm_report needs the blocks y_1..y_k (the run's outputs 'y0', 'y1', ...); they cannot be "
+                "recovered from x for this coupling"
+            )
+    if len(ys) != len(Bs):
+        raise ShapeError(f"{len(Bs)} blocks B_j but {len(ys)} vectors y_j")
+    yv = [_vec(v, b.shape[1], f"y{j}") for j, (v, b) in enumerate(zip(ys, Bs))]
+    g, source = objective_gradient(problem, xv)
+    if lam is None:
+        lam_v, *_ = np.linalg.lstsq(A.T, g, rcond=None)
+        lam_source = "least squares fit of grad f(x) = A^T lam (the run reported no lam)"
+    else:
+        lam_v = _vec(lam, A.shape[0], "lam")
+        lam_source = "from the run"
+    rx = g - A.T @ lam_v
+    x_part = float(rx @ rx)
+    y_part = float(sum(psi.subdifferential_distance(v, b.T @ lam_v) ** 2 for psi, v, b in zip(pens, yv, Bs)))
+    r = A @ xv - c + sum((b @ v for b, v in zip(Bs, yv)), np.zeros_like(c))
+    feas = float(r @ r)
+    fun = objective_value(problem, xv) + float(sum(psi.value(v) for psi, v in zip(pens, yv)))
+    return ADMMReport(
+        dist2=x_part + y_part + feas,
+        x_part=x_part,
+        y_part=y_part,
+        feasibility=feas,
+        fun=fun,
+        lam_source=lam_source,
+        gradient_source=source,
+    )
+
+
+# --------------------------------------------------------------------------- finite sum
+@dataclass(frozen=True)
+class FiniteSumReport:
+    """``||grad f(x)||``, or the gradient mapping ``||(x - Proj(x - eta grad f)) / eta||`` over a set."""
+
+    fun: float
+    grad_norm: float
+    mapping: bool
+    gradient_source: str
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+    def measures(self) -> dict[str, float]:
+        return {"fun": self.fun, "grad_norm": self.grad_norm, **self.extra}
+
+
+def finite_sum_report(problem: Any, x: Any, *, eta: float = 1.0) -> FiniteSumReport:
+    """Gradient (mapping) norm of a finite-sum problem at ``x``."""
+    xv = _vec(x, int(problem.dim), "x")
+    g, source = objective_gradient(problem, xv)
+    fs = getattr(problem, "feasible_set", None)
+    proj = None if fs is None else fs.project
+    gm = gradient_mapping(xv, g, proj, eta)
+    return FiniteSumReport(objective_value(problem, xv), float(np.linalg.norm(gm)), proj is not None, source)

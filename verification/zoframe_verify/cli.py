@@ -1,0 +1,89 @@
+"""The ``zoframe rate`` and ``zoframe verify`` commands (contributed through ``zoframe_commands``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from zoframe.errors import InvalidInputError
+from zoframe_verify.study import rate_study
+from zoframe_verify.verify import add_verify_arguments, run_verify_command
+
+__all__ = ["add_rate_arguments", "add_verify_arguments", "run_rate_command", "run_verify_command"]
+
+
+def _kv(items: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, val = str(item).partition("=")
+        if not sep:
+            raise InvalidInputError(f"expected KEY=VALUE, got {item!r}")
+        try:
+            out[key.replace("-", "_")] = json.loads(val)
+        except json.JSONDecodeError:
+            out[key.replace("-", "_")] = val
+    return out
+
+
+def add_rate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("solver", help="registered solver (zoframe list)")
+    p.add_argument("problem", help="registered problem (zoframe list)")
+    p.add_argument("--seeds", type=int, default=5, help="number of seeds 0..N-1 (default 5)")
+    p.add_argument("--budget", type=int, default=1000, help="iterations per run (one long trajectory per seed)")
+    p.add_argument("--horizons", default=None,
+                   help="comma-separated iteration horizons: one run per seed and horizon instead of one trajectory")
+    p.add_argument("--max-calls", type=int, default=None, help="oracle-call budget per run")
+    p.add_argument("--measure", default=None,
+                   help="grad_norm(_sq), grad_g_norm(_sq), kkt, eps1..3, dist2, fun_gap, dist_to_solution or a "
+                        "column of the problem's measures (default per problem kind)")
+    p.add_argument("--curve", choices=("min", "avg", "raw"), default=None,
+                   help="running min or running average of the measure (default: what the theory bounds)")
+    p.add_argument("--measure-every", type=int, default=1, help="measure every K iterations (default 1)")
+    p.add_argument("--problem-arg", action="append", metavar="KEY=VALUE", help="problem parameter")
+    p.add_argument("--param", "-p", action="append", metavar="KEY=VALUE", help="solver parameter")
+    p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1: in-process)")
+    p.add_argument("--executor", choices=("process", "dask"), default="process")
+    p.add_argument("--scheduler", default=None, help="address of a running dask scheduler (with --executor dask)")
+    p.add_argument("--db", default="rate_runs.sqlite", help="SQLite file of finished runs (resumable)")
+    p.add_argument("--out", default="rate_report", help="directory of the report (Markdown, JSON, PNG)")
+    p.add_argument("--decades", type=float, default=2.0, help="fit over the last D decades of the axis")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over seeds")
+    p.add_argument("--theory", type=float, default=None, help="proven slope to compare with (overrides the table)")
+    p.add_argument("--tol", type=float, default=0.1, help="slope tolerance of the verdict")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run_rate_command(args: argparse.Namespace) -> int:
+    horizons = None
+    if args.horizons:
+        try:
+            horizons = [int(float(h)) for h in str(args.horizons).split(",") if h.strip()]
+        except ValueError:
+            raise InvalidInputError(f"--horizons must be comma-separated integers, got {args.horizons!r}") from None
+    report = rate_study(
+        args.solver,
+        args.problem,
+        seeds=args.seeds,
+        budget=args.budget,
+        horizons=horizons,
+        measure=args.measure,
+        curve=args.curve,
+        problem_args=_kv(args.problem_arg),
+        params=_kv(args.param),
+        measure_every=args.measure_every,
+        max_calls=args.max_calls,
+        workers=args.workers,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        db=args.db,
+        out=args.out,
+        decades=args.decades,
+        n_boot=args.bootstrap,
+        theory=args.theory,
+        tol=args.tol,
+        progress=lambda msg: print(msg, file=sys.stderr),
+    )
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.to_markdown())
+    return 0

@@ -1,0 +1,600 @@
+"""Convergence-rate studies: sweeps in parallel, persisted in SQLite, fitted, reported.
+
+``rate_study(solver, problem, seeds=..., budget=...)`` runs one long trajectory per seed (or, with
+``horizons=[T1, T2, ...]``, one run per seed and horizon), records a measure along each run,
+stores every finished run in an SQLite file (``db``), fits the log-log slope of the chosen curve
+against iterations and against oracle calls with a bootstrap interval across seeds, compares it with
+the rate the paper proves (:data:`zoframe_verify.rates.THEORY`) and, with ``out``, writes a
+Markdown and a JSON report with PNG plots.
+
+Resuming: a run is identified by (study key, seed, horizon); the study key hashes everything that
+changes a run (solver, problem, their parameters, the measure, the budgets). A run already in the
+database is never repeated, so an interrupted sweep loses only the runs that were in flight.
+
+Measures (``measure=``), computed by a callback at every ``measure_every``-th iteration, directly on
+the problem (not counted in the solver's budget):
+
+``grad_norm`` / ``grad_norm_sq``    finite sum: gradient (mapping) norm (white-box or central differences)
+``grad_g_norm`` / ``grad_g_norm_sq`` minimax: ``||grad g(x)||`` with a warm-started inner solve
+``kkt``, ``eps1``, ``eps2``, ``eps3``  constrained: Definition 5.3 residuals (NNLS multipliers)
+``dist2``                        composite: ``dist(0, dL)^2`` (needs the solver's ``y0..``, ``lam`` outputs)
+``fun_gap``, ``dist_to_solution``    against the known solution or the cvxpy reference
+any other name                    a column of the problem's own ``measures()``
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+import dataclasses
+from dataclasses import dataclass, field
+import hashlib
+import importlib
+import io
+import json
+import math
+import multiprocessing
+import os
+from pathlib import Path
+import sqlite3
+import time
+from typing import Any
+
+import numpy as np
+
+from zoframe.errors import InvalidInputError, ZoframeError
+from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
+from zoframe_verify.rates import (
+    THEORY,
+    SlopeFit,
+    TheoryRate,
+    common_grid,
+    compare,
+    fit_loglog,
+    running_curve,
+    theory_for,
+)
+
+__all__ = ["DEFAULT_MEASURE", "RateReport", "RunRecord", "RunStore", "StudyConfig", "rate_study", "run_one"]
+
+#: the measure fitted when none is named, per problem kind
+DEFAULT_MEASURE = {
+    "finite_sum": "grad_norm_sq",
+    "constrained": "kkt",
+    "minimax": "grad_g_norm_sq",
+    "composite": "dist2",
+}
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Everything that determines the runs of a study (hashed into :attr:`key`)."""
+
+    solver: str
+    problem: str
+    problem_args: Mapping[str, Any]
+    params: Mapping[str, Any]
+    measure: str
+    measure_every: int = 1
+    max_calls: int | None = None
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One finished run: the measure at the measured iterations and the oracle calls there."""
+
+    seed: int
+    horizon: int
+    iterations: Array
+    calls: Array
+    values: Array
+    status: str
+    nit: int
+    nfev: int
+    seconds: float
+    reused: bool = False
+
+
+# --------------------------------------------------------------------------- measures along a run
+def _reference_point(problem: Any) -> tuple[float | None, Array | None]:
+    if isinstance(problem, HasCvxpyModel):
+        from zoframe_verify.reference import ReferenceError, reference_solution
+
+        try:
+            ref = reference_solution(problem)
+            return ref.fun, ref.x
+        except ReferenceError:
+            pass
+    if isinstance(problem, HasKnownSolution):
+        try:
+            known = problem.known_solution()
+        except ZoframeError:
+            return None, None
+        fun = known.get("fun")
+        x = known.get("x")
+        return (None if fun is None else float(fun)), (None if x is None else np.asarray(x, dtype=np.float64))
+    return None, None
+
+
+def make_measure(problem: Any, name: str) -> Callable[[Mapping[str, Array]], float]:
+    """A function ``outputs -> value`` of the named measure (see the module docstring)."""
+    from zoframe_verify import checks
+
+    kind = str(getattr(problem, "kind", ""))
+    if name in ("grad_norm", "grad_norm_sq") and kind == "finite_sum":
+        power = 2 if name.endswith("_sq") else 1
+        return lambda o: checks.finite_sum_report(problem, o["x"]).grad_norm ** power
+    if name in ("grad_g_norm", "grad_g_norm_sq") and kind == "minimax":
+        power = 2 if name.endswith("_sq") else 1
+        warm: dict[str, Array] = {"y": np.asarray(problem.y0, dtype=np.float64)}
+
+        def grad_g(o: Mapping[str, Array]) -> float:
+            x = np.asarray(o["x"], dtype=np.float64)
+            inner = checks.inner_maximize(problem, x, warm["y"])
+            warm["y"] = inner.y
+            gx, _, _ = checks.minimax_gradients(problem, x, inner.y)
+            return float(np.linalg.norm(gx)) ** power
+
+        return grad_g
+    if name in ("kkt", "eps1", "eps2", "eps3") and kind == "constrained":
+        return lambda o: checks.kkt_report(problem, o["x"]).measures()[name]
+    if name == "dist2" and kind == "composite":
+        k = len(problem.B)
+
+        def dist2(o: Mapping[str, Array]) -> float:
+            ys = [o[f"y{j}"] for j in range(k)] if all(f"y{j}" in o for j in range(k)) else None
+            return checks.admm_report(problem, o["x"], ys, o.get("lam")).dist2
+
+        return dist2
+    if name in ("fun_gap", "dist_to_solution"):
+        fstar, xstar = _reference_point(problem)
+        if name == "fun_gap":
+            if fstar is None:
+                raise InvalidInputError("fun_gap needs a known solution or a cvxpy model of the problem")
+            fs = float(fstar)
+            if kind == "minimax":
+                return lambda o: checks.minimax_report(problem, o["x"], o.get("y")).g - fs
+            if kind == "composite":
+                return lambda o: checks.admm_report(problem, o["x"], _blocks_of(problem, o), o.get("lam")).fun - fs
+            return lambda o: checks.objective_value(problem, np.asarray(o["x"], dtype=np.float64)) - fs
+        if xstar is None:
+            raise InvalidInputError("dist_to_solution needs a known solution or a cvxpy model of the problem")
+        xs = xstar
+        return lambda o: float(np.linalg.norm(np.asarray(o["x"]) - xs))
+    # a column of the problem's own measures
+    if not callable(getattr(problem, "measures", None)):
+        raise InvalidInputError(
+            f"unknown measure {name!r} for a {kind} problem: built-in measures are grad_norm(_sq), "
+            "grad_g_norm(_sq), kkt, eps1..3, dist2, fun_gap, dist_to_solution, or a column of the problem's "
+            "measures()"
+        )
+    from zoframe.oracle import CountingOracle
+
+    monitor = CountingOracle(problem).monitor
+
+    def column(o: Mapping[str, Array]) -> float:
+        ms = problem.measures(o, monitor)
+        if name not in ms:
+            raise InvalidInputError(f"the problem's measures() has no column {name!r}; it has {sorted(ms)}")
+        return float(ms[name])
+
+    return column
+
+
+def _blocks_of(problem: Any, o: Mapping[str, Array]) -> list[Array] | None:
+    k = len(problem.B)
+    return [o[f"y{j}"] for j in range(k)] if all(f"y{j}" in o for j in range(k)) else None
+
+
+def run_one(config_json: str, seed: int, horizon: int) -> dict[str, Any]:
+    """Execute one run of a study (in a worker process); returns plain data for the store."""
+    from zoframe.driver import minimize
+    from zoframe.registry import default_registry
+
+    cfg = json.loads(config_json)
+    reg = default_registry()
+    problem = reg.make_problem(cfg["problem"], **cfg["problem_args"])
+    spec = reg.solver(cfg["solver"])
+    solver = spec.cls(**cfg["params"])
+    measure = make_measure(problem, cfg["measure"])
+    every = int(cfg["measure_every"])
+    outputs_fn = getattr(solver, "outputs", None)
+    its: list[float] = []
+    calls: list[float] = []
+    vals: list[float] = []
+
+    def callback(info: Any) -> None:
+        if info.iteration % every and info.iteration != horizon:
+            return
+        outs = dict(outputs_fn(info.state)) if callable(outputs_fn) else {"x": info.x}
+        its.append(float(info.iteration))
+        calls.append(float(info.calls))
+        vals.append(float(measure(outs)))
+
+    t0 = time.perf_counter()
+    res = minimize(
+        problem,
+        solver,
+        rng=seed,
+        max_iter=horizon,
+        max_calls=cfg.get("max_calls"),
+        callback=callback,
+        record_every=0,
+    )
+    return {
+        "iterations": its,
+        "calls": calls,
+        "values": vals,
+        "status": res.status.name,
+        "nit": res.nit,
+        "nfev": res.nfev,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+# --------------------------------------------------------------------------- persistence
+class RunStore:
+    """Finished runs in an SQLite file; ``(study, seed, horizon)`` is the primary key."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._con = sqlite3.connect(self.path)
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS runs (study TEXT NOT NULL, seed INTEGER NOT NULL, horizon INTEGER NOT NULL, "
+            "config TEXT NOT NULL, status TEXT, nit INTEGER, nfev INTEGER, seconds REAL, data BLOB NOT NULL, "
+            "created REAL NOT NULL, PRIMARY KEY (study, seed, horizon))"
+        )
+        self._con.commit()
+
+    def close(self) -> None:
+        self._con.close()
+
+    def done(self, study: str) -> set[tuple[int, int]]:
+        rows = self._con.execute("SELECT seed, horizon FROM runs WHERE study = ?", (study,)).fetchall()
+        return {(int(s), int(h)) for s, h in rows}
+
+    def add(self, study: str, config_json: str, seed: int, horizon: int, data: Mapping[str, Any]) -> None:
+        buf = io.BytesIO()
+        np.savez_compressed(
+            buf,
+            iterations=np.asarray(data["iterations"], dtype=np.float64),
+            calls=np.asarray(data["calls"], dtype=np.float64),
+            values=np.asarray(data["values"], dtype=np.float64),
+        )
+        self._con.execute(
+            "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (study, seed, horizon, config_json, data["status"], int(data["nit"]), int(data["nfev"]),
+             float(data["seconds"]), buf.getvalue(), time.time()),
+        )
+        self._con.commit()  # one transaction per run: an interruption loses nothing finished
+
+    def load(self, study: str, seed: int, horizon: int) -> RunRecord:
+        row = self._con.execute(
+            "SELECT status, nit, nfev, seconds, data FROM runs WHERE study = ? AND seed = ? AND horizon = ?",
+            (study, seed, horizon),
+        ).fetchone()
+        if row is None:
+            raise KeyError((study, seed, horizon))
+        with np.load(io.BytesIO(row[4]), allow_pickle=False) as d:
+            its, calls, vals = (np.asarray(d[k], dtype=np.float64) for k in ("iterations", "calls", "values"))
+        return RunRecord(seed, horizon, its, calls, vals, str(row[0]), int(row[1]), int(row[2]), float(row[3]), True)
+
+    def count(self, study: str | None = None) -> int:
+        if study is None:
+            return int(self._con.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        return int(self._con.execute("SELECT COUNT(*) FROM runs WHERE study = ?", (study,)).fetchone()[0])
+
+
+# --------------------------------------------------------------------------- the study
+@dataclass(frozen=True)
+class RateReport:
+    """The outcome of :func:`rate_study`.
+
+    ``fits``: ``{"iterations": SlopeFit, "calls": SlopeFit}``; ``theory``: the proven rate
+    (``None`` when the table has none and none was given); ``verdicts``: per axis, the result of
+    :func:`~zoframe_verify.rates.compare`; ``executed`` / ``reused``: runs computed now / read
+    from the database; ``files``: the report files written.
+    """
+
+    config: StudyConfig
+    curve: str
+    seeds: tuple[int, ...]
+    horizons: tuple[int, ...]
+    runs: tuple[RunRecord, ...]
+    fits: Mapping[str, SlopeFit]
+    theory: TheoryRate | None
+    verdicts: Mapping[str, str]
+    tolerance: float
+    executed: int
+    reused: int
+    curves: Mapping[str, tuple[Array, Array]] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.config.key,
+            "config": json.loads(self.config.to_json()),
+            "curve": self.curve,
+            "seeds": list(self.seeds),
+            "horizons": list(self.horizons),
+            "executed": self.executed,
+            "reused": self.reused,
+            "fits": {k: v.to_dict() for k, v in self.fits.items()},
+            "theory": None if self.theory is None else dataclasses.asdict(self.theory),
+            "verdicts": dict(self.verdicts),
+            "tolerance": self.tolerance,
+            "files": list(self.files),
+        }
+
+    def to_markdown(self) -> str:
+        c = self.config
+        mname = f"{self.curve}_{{s<=t}} {c.measure}" if self.curve == "min" else f"{self.curve}({c.measure})"
+        lines = [
+            f"# Rate study: {c.solver} on {c.problem}",
+            "",
+            f"- measure: `{c.measure}`, curve: `{self.curve}` ({mname}), measured every {c.measure_every} iteration(s)",
+            f"- problem arguments: `{json.dumps(dict(c.problem_args), sort_keys=True)}`; solver parameters: "
+            f"`{json.dumps(dict(c.params), sort_keys=True, default=str)}`",
+            f"- seeds: {len(self.seeds)} ({self.seeds[0]}..{self.seeds[-1]}); horizons: "
+            f"{', '.join(str(h) for h in self.horizons)}; runs executed now: {self.executed}, reused from the "
+            f"database: {self.reused}",
+            f"- study key: `{c.key}`",
+            "",
+            "| axis | fitted slope | bootstrap interval | fit range | points | log10 RMS residual | proven slope | verdict |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for axis, fit in self.fits.items():
+            th = "n/a" if self.theory is None else f"{self.theory.slope:g}"
+            lines.append(
+                f"| {axis} | {fit.slope:.3f} | [{fit.lo:.3f}, {fit.hi:.3f}] ({fit.level:.0%}, {fit.n_boot} resamples) | "
+                f"{fit.x_lo:.3g} .. {fit.x_hi:.3g} | {fit.n_points} | {fit.residual:.3f} | {th} | "
+                f"{self.verdicts.get(axis, 'n/a')} |"
+            )
+        lines.append("")
+        if self.theory is not None:
+            lines.append(f"Proven rate: O(T^{self.theory.slope:g}) for {self.theory.curve} of "
+                         f"{self.theory.measure} ({self.theory.source}). {self.theory.note}".rstrip())
+            lines.append(
+                f"The verdict is `consistent` when the interval widened by +-{self.tolerance:g} contains the proven "
+                "slope; a proven rate is an upper bound, so `faster than proven` is no contradiction."
+            )
+        else:
+            lines.append("No proven rate is tabulated for this solver and measure (pass --theory SLOPE to compare).")
+        for f in self.files:
+            if f.endswith(".png"):
+                lines += ["", f"![{Path(f).stem}]({Path(f).name})"]
+        return "\n".join(lines) + "\n"
+
+
+def _resolve_executor(kind: str, workers: int, scheduler: str | None) -> tuple[Executor | None, Callable[[], None]]:
+    if workers <= 1 and kind == "process":
+        return None, lambda: None
+    if kind == "process":
+        ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
+    if kind == "dask":
+        try:
+            dist: Any = importlib.import_module("distributed")
+        except ImportError as exc:  # pragma: no cover - dask is a dev dependency
+            raise InvalidInputError("--executor dask needs dask[distributed] installed") from exc
+        Client, LocalCluster = dist.Client, dist.LocalCluster
+        if scheduler:
+            client = Client(scheduler)
+            cluster = None
+        else:
+            cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+        ex = client.get_executor(pure=False)
+
+        def close() -> None:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+        return ex, close
+    raise InvalidInputError(f"executor must be 'process' or 'dask', got {kind!r}")
+
+
+def _execute(
+    store: RunStore,
+    cfg: StudyConfig,
+    todo: Sequence[tuple[int, int]],
+    workers: int,
+    executor: str,
+    scheduler: str | None,
+    progress: Callable[[str], None] | None,
+) -> int:
+    if not todo:
+        return 0
+    config_json = cfg.to_json()
+    ex, close = _resolve_executor(executor, workers, scheduler)
+    done = 0
+    try:
+        if ex is None:
+            for seed, horizon in todo:
+                store.add(cfg.key, config_json, seed, horizon, run_one(config_json, seed, horizon))
+                done += 1
+                if progress:
+                    progress(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
+        else:
+            futures: dict[Future[dict[str, Any]], tuple[int, int]] = {
+                ex.submit(run_one, config_json, s, h): (s, h) for s, h in todo
+            }
+            for fut in as_completed(futures):
+                s, h = futures[fut]
+                store.add(cfg.key, config_json, s, h, fut.result())
+                done += 1
+                if progress:
+                    progress(f"run seed={s} horizon={h} done ({done}/{len(todo)})")
+    finally:
+        close()
+    return done
+
+
+def _axis_curves(
+    runs: Sequence[RunRecord], curve: str, horizons: Sequence[int], axis: str, grid_points: int = 200
+) -> tuple[Array, Array]:
+    """(x grid, Y (seeds, points)) of the chosen curve against iterations or oracle calls."""
+    seeds = sorted({r.seed for r in runs})
+    by = {(r.seed, r.horizon): r for r in runs}
+    if len(horizons) == 1:  # one long trajectory per seed
+        T = horizons[0]
+        recs = [by[(s, T)] for s in seeds]
+        xs = [r.iterations if axis == "iterations" else r.calls for r in recs]
+        ys = [running_curve(r.values, curve) for r in recs]
+        # a log-spaced grid weights every decade equally in the fit, on both axes
+        return common_grid(xs, ys, points=grid_points)
+    # seeds x horizons: the curve's value at the end of each run
+    Y = np.empty((len(seeds), len(horizons)))
+    X = np.empty((len(seeds), len(horizons)))
+    for i, s in enumerate(seeds):
+        for j, h in enumerate(horizons):
+            r = by[(s, h)]
+            Y[i, j] = running_curve(r.values, curve)[-1] if r.values.size else math.nan
+            X[i, j] = (r.iterations if axis == "iterations" else r.calls)[-1] if r.values.size else math.nan
+    if axis == "iterations" or np.allclose(X, X[0]):
+        return X[0], Y
+    return common_grid(list(X), list(Y), points=len(horizons))
+
+
+def rate_study(
+    solver: str,
+    problem: str,
+    *,
+    seeds: int | Sequence[int] = 5,
+    budget: int = 1000,
+    horizons: Sequence[int] | None = None,
+    measure: str | None = None,
+    curve: str | None = None,
+    problem_args: Mapping[str, Any] | None = None,
+    params: Mapping[str, Any] | None = None,
+    measure_every: int = 1,
+    max_calls: int | None = None,
+    workers: int = 1,
+    executor: str = "process",
+    scheduler: str | None = None,
+    db: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    decades: float = 2.0,
+    n_boot: int = 1000,
+    level: float = 0.9,
+    theory: float | None = None,
+    tol: float = 0.1,
+    progress: Callable[[str], None] | None = None,
+) -> RateReport:
+    """Run (or resume) a rate study of a registered solver on a registered problem; see the module doc."""
+    from zoframe.registry import default_registry
+
+    reg = default_registry()
+    spec = reg.solver(solver)  # unknown names fail here, before any run
+    pargs = dict(problem_args or {})
+    prob = reg.make_problem(problem, **pargs)
+    kind = str(getattr(prob, "kind", ""))
+    if kind not in spec.problem_kinds:
+        raise InvalidInputError(f"solver {solver!r} does not accept {kind!r} problems (it solves {sorted(spec.problem_kinds)})")
+    sparams = dict(params or {})
+    spec.cls(**sparams)  # bad parameters fail here, before any run
+    mname = measure or DEFAULT_MEASURE.get(kind, "fun")
+    make_measure(prob, mname)  # unknown measures fail here
+    seed_list = tuple(range(int(seeds))) if isinstance(seeds, (int, np.integer)) else tuple(int(s) for s in seeds)
+    if not seed_list:
+        raise InvalidInputError("a rate study needs at least one seed")
+    hs = tuple(sorted({int(h) for h in horizons})) if horizons else (int(budget),)
+    if any(h < 1 for h in hs):
+        raise InvalidInputError(f"budgets / horizons must be positive iteration counts, got {hs}")
+    if not (isinstance(measure_every, int) and measure_every >= 1):
+        raise InvalidInputError(f"measure_every must be an integer >= 1, got {measure_every!r}")
+    cfg = StudyConfig(spec.name, problem, pargs, sparams, mname, measure_every, max_calls)
+    th: TheoryRate | None = None
+    if curve is None:  # the curve the theory bounds for this solver and measure, else the running minimum
+        base = mname if mname.endswith("_sq") else mname + "_sq"
+        tabulated = [c for (sv, ms, c) in THEORY if sv == spec.name and ms in (mname, base)]
+        curve = tabulated[0] if tabulated else "min"
+    if curve not in ("min", "avg", "raw"):
+        raise InvalidInputError(f"curve must be 'min', 'avg' or 'raw', got {curve!r}")
+    th = theory_for(spec.name, mname, curve)
+    if theory is not None:
+        th = TheoryRate(float(theory), mname, curve, "given by the user")
+    store = RunStore(db if db is not None else ":memory:")
+    try:
+        have = store.done(cfg.key)
+        todo = [(s, h) for s in seed_list for h in hs if (s, h) not in have]
+        reused = len(seed_list) * len(hs) - len(todo)
+        executed = _execute(store, cfg, todo, workers, executor, scheduler, progress)
+        runs = tuple(store.load(cfg.key, s, h) for s in seed_list for h in hs)
+    finally:
+        store.close()
+    runs = tuple(dataclasses.replace(r, reused=(r.seed, r.horizon) not in set(todo)) for r in runs)
+    fits: dict[str, SlopeFit] = {}
+    curves: dict[str, tuple[Array, Array]] = {}
+    for axis in ("iterations", "calls"):
+        x, Y = _axis_curves(runs, curve, hs, axis)
+        curves[axis] = (x, Y)
+        fits[axis] = fit_loglog(x, Y, decades=decades, n_boot=n_boot, level=level, axis=axis)
+    verdicts = {a: compare(f, th.slope, tol) for a, f in fits.items()} if th is not None else {}
+    report = RateReport(cfg, curve, seed_list, hs, runs, fits, th, verdicts, tol, executed, reused, curves)
+    if out is not None:
+        report = write_report(report, out)
+    return report
+
+
+# --------------------------------------------------------------------------- report files
+def _plot(report: RateReport, axis: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x, Y = report.curves[axis]
+    fit = report.fits[axis]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        med = np.median(Y, axis=0)
+        q1, q3 = np.quantile(Y, [0.25, 0.75], axis=0)
+    fig, ax = plt.subplots(figsize=(6.0, 4.2))
+    ok = (x > 0) & (med > 0)
+    ax.fill_between(x[ok], q1[ok], q3[ok], alpha=0.3, label="interquartile band across seeds")
+    ax.plot(x[ok], med[ok], lw=1.5, label=f"median of {Y.shape[0]} seeds")
+    xf = np.geomspace(fit.x_lo, fit.x_hi, 50)
+    ax.plot(xf, np.exp(fit.intercept) * xf**fit.slope, "k--", lw=1.2,
+            label=f"fit: slope {fit.slope:.3f} [{fit.lo:.3f}, {fit.hi:.3f}]")
+    if report.theory is not None:
+        y0 = np.exp(fit.intercept) * fit.x_lo**fit.slope
+        ax.plot(xf, y0 * (xf / fit.x_lo) ** report.theory.slope, "r:", lw=1.5,
+                label=f"proven slope {report.theory.slope:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("iterations" if axis == "iterations" else "oracle calls")
+    ax.set_ylabel(f"{report.curve} {report.config.measure}")
+    ax.set_title(f"{report.config.solver} on {report.config.problem}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(report: RateReport, out: str | os.PathLike[str]) -> RateReport:
+    """Write ``rate_report.md``, ``rate_report.json`` and one PNG per axis into ``out``."""
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    files: list[str] = []
+    for axis in report.fits:
+        p = d / f"rate_{axis}.png"
+        _plot(report, axis, p)
+        files.append(str(p))
+    md, js = d / "rate_report.md", d / "rate_report.json"
+    files += [str(md), str(js)]
+    report = dataclasses.replace(report, files=tuple(files))
+    md.write_text(report.to_markdown(), encoding="utf-8")
+    js.write_text(json.dumps(report.to_dict(), indent=2), encoding="utf-8")
+    return report

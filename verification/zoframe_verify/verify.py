@@ -1,0 +1,325 @@
+"""``verify(problem, result_or_x) -> Report`` and the ``zoframe verify`` command.
+
+The report gathers, for the problem's kind, the stationarity measures of :mod:`zoframe_verify.checks`
+and, when a reference exists (a cvxpy model solved by :func:`~zoframe_verify.reference.reference_solution`,
+else the problem's ``known_solution()``), the objective gap and the distance to the reference
+point. With a cvxpy reference of a constrained problem it also gives the KKT residuals computed with
+the reference duals.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+import json
+import math
+import os
+from pathlib import Path
+import sys
+from typing import Any
+
+import numpy as np
+
+from zoframe.errors import InvalidInputError, ZoframeError
+from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
+from zoframe.result import Result
+from zoframe_verify.checks import (
+    ADMMReport,
+    FiniteSumReport,
+    KKTReport,
+    MinimaxReport,
+    admm_report,
+    finite_sum_report,
+    kkt_report,
+    minimax_report,
+)
+from zoframe_verify.reference import ReferenceError, ReferenceSolution, reference_solution
+
+__all__ = ["Report", "add_verify_arguments", "load_saved_result", "run_verify_command", "verify"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """A verification report for one candidate point.
+
+    ``measures``: flat name -> value (the ones of :attr:`details` plus ``objective_gap``,
+    ``dist_to_reference`` and, for a constrained problem with reference duals, ``ref_eps1``,
+    ``ref_eps2``, ``ref_eps3``); ``details``: the kind's report object; ``reference``: the reference
+    solution used (``None`` when there is none) and ``reference_source`` saying where it came from.
+    """
+
+    kind: str
+    problem: str
+    measures: Mapping[str, float]
+    details: KKTReport | MinimaxReport | ADMMReport | FiniteSumReport
+    gradient_source: str
+    reference: ReferenceSolution | None
+    reference_source: str
+    reference_details: KKTReport | None = None
+    notes: tuple[str, ...] = ()
+    solver: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        ref = None
+        if self.reference is not None:
+            ref = {
+                "fun": self.reference.fun,
+                "solver": self.reference.solver,
+                "solver_version": self.reference.solver_version,
+                "cvxpy_version": self.reference.cvxpy_version,
+                "status": self.reference.status,
+                "cached": self.reference.cached,
+                "key": self.reference.key,
+            }
+        return {
+            "kind": self.kind,
+            "problem": self.problem,
+            "solver": self.solver,
+            "measures": {k: _finite(v) for k, v in self.measures.items()},
+            "gradient_source": self.gradient_source,
+            "reference_source": self.reference_source,
+            "reference": ref,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_text(self) -> str:
+        head = f"verification report: {self.problem} ({self.kind})"
+        if self.solver:
+            head += f", solver {self.solver}"
+        lines = [head]
+        for k, v in self.measures.items():
+            lines.append(f"  {k:<20} {v:.6e}")
+        lines.append(f"  gradients: {self.gradient_source}")
+        if isinstance(self.details, KKTReport):
+            lines.append(
+                f"  multipliers: {self.details.multipliers_source} ({self.details.n_active} nearly active, "
+                f"active_tol={self.details.active_tol:g})"
+            )
+        if isinstance(self.details, ADMMReport):
+            lines.append(f"  lam: {self.details.lam_source}")
+        if isinstance(self.details, MinimaxReport):
+            inner = self.details.inner
+            lines.append(
+                f"  inner solve: {inner.iterations} iterations, mapping norm {inner.mapping_norm:.2e}, "
+                f"{'converged' if inner.converged else 'NOT converged'}"
+            )
+        lines.append(f"  reference: {self.reference_source}")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
+
+def _reference(
+    problem: Any, reference: bool | ReferenceSolution, cache_dir: str | os.PathLike[str] | None, notes: list[str]
+) -> tuple[ReferenceSolution | None, dict[str, Any] | None, str]:
+    if isinstance(reference, ReferenceSolution):
+        return reference, None, f"given ({reference.solver} {reference.solver_version})"
+    if not reference:
+        return None, None, "not requested"
+    if isinstance(problem, HasCvxpyModel):
+        try:
+            ref = reference_solution(problem, cache_dir=cache_dir)
+        except ReferenceError as exc:
+            notes.append(f"reference solve failed: {exc}")
+        else:
+            how = "cache" if ref.cached else f"solved in {ref.seconds:.2f} s"
+            return ref, None, f"cvxpy {ref.cvxpy_version} with {ref.solver} {ref.solver_version} ({how})"
+    if isinstance(problem, HasKnownSolution):
+        try:
+            known = dict(problem.known_solution())
+        except ZoframeError as exc:
+            notes.append(f"no known solution: {exc}")
+        else:
+            return None, known, "known_solution() of the problem"
+    return None, None, "none (the problem offers neither a cvxpy model nor a known solution)"
+
+
+def _outputs(result_or_x: Any) -> tuple[dict[str, Array], str | None]:
+    if isinstance(result_or_x, Result):
+        outs = {k: np.asarray(v, dtype=np.float64) for k, v in result_or_x.outputs.items()}
+        outs.setdefault("x", np.asarray(result_or_x.x, dtype=np.float64))
+        return outs, result_or_x.solver
+    if isinstance(result_or_x, Mapping):
+        if "x" not in result_or_x:
+            raise InvalidInputError("a mapping of outputs must contain 'x'")
+        return {k: np.asarray(v, dtype=np.float64) for k, v in result_or_x.items()}, None
+    return {"x": np.asarray(result_or_x, dtype=np.float64)}, None
+
+
+def verify(
+    problem: Any,
+    result_or_x: Any,
+    *,
+    reference: bool | ReferenceSolution = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+    active_tol: float = 1e-6,
+    eta: float = 1.0,
+) -> Report:
+    """The verification report of a run (a :class:`~zoframe.result.Result`), a mapping of outputs
+    (``{"x": ..., "y": ...}``) or a bare point ``x``.
+
+    ``reference=True`` uses the problem's cvxpy model (solved once, then cached in ``cache_dir``) or
+    its known solution; pass a :class:`ReferenceSolution` to reuse one, or ``False`` for none.
+    """
+    kind = str(getattr(problem, "kind", ""))
+    outs, solver = _outputs(result_or_x)
+    x = outs["x"]
+    notes: list[str] = []
+    ref, known, ref_source = _reference(problem, reference, cache_dir, notes)
+    ref_details: KKTReport | None = None
+    details: KKTReport | MinimaxReport | ADMMReport | FiniteSumReport
+    if kind == "constrained":
+        details = kkt_report(problem, x, active_tol=active_tol)
+        if ref is not None:
+            ref_details = kkt_report(problem, x, multipliers=ref.duals, multipliers_source="reference duals")
+        elif known is not None and "multipliers" in known:
+            alpha = np.zeros(int(problem.m))
+            mult = np.asarray(known["multipliers"], dtype=np.float64)
+            alpha[: mult.shape[0]] = mult
+            ref_details = kkt_report(problem, x, multipliers=alpha, multipliers_source="known multipliers")
+    elif kind == "minimax":
+        details = minimax_report(problem, x, outs.get("y"), eta=eta)
+        if "y" not in outs:
+            notes.append("the run reported no y: y0 of the problem was used for the y measures")
+    elif kind == "composite":
+        k = len(problem.B)
+        ys = [outs[f"y{j}"] for j in range(k)] if all(f"y{j}" in outs for j in range(k)) else None
+        if ys is None and k == 1 and "y" in outs:
+            ys = [outs["y"]]
+        lam = outs.get("lam", outs.get("lambda"))
+        details = admm_report(problem, x, ys, lam)
+    elif kind == "finite_sum":
+        details = finite_sum_report(problem, x, eta=eta)
+    else:
+        raise InvalidInputError(f"cannot verify a problem of kind {kind!r}")
+    measures = dict(details.measures())
+    if ref is not None:
+        measures["objective_gap"] = measures["fun"] - ref.fun
+        measures["dist_to_reference"] = float(np.linalg.norm(x - ref.x))
+    elif known is not None:
+        if "fun" in known:
+            fun_key = "g" if kind == "minimax" else "fun"
+            measures["objective_gap"] = measures[fun_key] - float(known["fun"])
+        if "x" in known:
+            measures["dist_to_reference"] = float(np.linalg.norm(x - np.asarray(known["x"], dtype=np.float64)))
+    if ref_details is not None:
+        measures["ref_eps1"] = ref_details.eps1
+        measures["ref_eps2"] = ref_details.eps2
+        measures["ref_eps3"] = ref_details.eps3
+    return Report(
+        kind=kind,
+        problem=str(getattr(problem, "name", type(problem).__name__)),
+        measures=measures,
+        details=details,
+        gradient_source=details.gradient_source,
+        reference=ref,
+        reference_source=ref_source,
+        reference_details=ref_details,
+        notes=tuple(notes),
+        solver=solver,
+    )
+
+
+# --------------------------------------------------------------------------- saved results and the CLI
+def load_saved_result(path: str | os.PathLike[str]) -> tuple[dict[str, Array], dict[str, Any]]:
+    """Outputs (``x`` and ``outputs.*``) and the JSON summary of a run saved by ``Result.save``."""
+    base = str(path).removesuffix(".json").removesuffix(".npz")
+    jpath, npath = Path(base + ".json"), Path(base + ".npz")
+    if not jpath.is_file() and not npath.is_file():
+        raise InvalidInputError(
+            f"no saved run at {base}: expected {jpath} and {npath} (written by Result.save / zoframe solve -o)"
+        )
+    summary: dict[str, Any] = {}
+    if jpath.is_file():
+        with open(jpath, encoding="utf-8") as fh:
+            summary = json.load(fh)
+    outs: dict[str, Array] = {}
+    if npath.is_file():
+        with np.load(npath, allow_pickle=False) as data:
+            for key in data.files:
+                if key.startswith("outputs."):
+                    outs[key.removeprefix("outputs.")] = np.asarray(data[key], dtype=np.float64)
+            if "x" in data.files:
+                outs.setdefault("x", np.asarray(data["x"], dtype=np.float64))
+    if "x" not in outs:
+        if "x" not in summary:
+            raise InvalidInputError(f"the saved run {base} holds no x")
+        outs["x"] = np.asarray(summary["x"], dtype=np.float64)
+    return outs, summary
+
+
+def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("result", nargs="?", help="a run saved with `zoframe solve ... -o RESULT` (RESULT.json/.npz)")
+    parser.add_argument("--problem", default=None, help="registered problem of the run (unless stored in RESULT.json)")
+    parser.add_argument("--problem-arg", action="append", metavar="KEY=VALUE", help="problem parameter")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference solution")
+    parser.add_argument("--cache-dir", default=None, help="cache of reference solutions (default: user cache dir)")
+    parser.add_argument("--active-tol", type=float, default=1e-6, help="nearly-active threshold for the KKT fit")
+
+
+def _kv(items: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, val = str(item).partition("=")
+        if not sep:
+            raise InvalidInputError(f"expected KEY=VALUE, got {item!r}")
+        try:
+            out[key.replace("-", "_")] = json.loads(val)
+        except json.JSONDecodeError:
+            out[key.replace("-", "_")] = val
+    return out
+
+
+def run_verify_command(args: argparse.Namespace) -> int:
+    """``zoframe verify RESULT --problem NAME`` and the ``zoframe solve ... --verify`` path."""
+    from zoframe.registry import default_registry
+
+    problem = getattr(args, "problem_obj", None)
+    result_obj = getattr(args, "result_obj", None)
+    target: Any
+    if result_obj is not None:
+        target = result_obj
+    else:
+        path = getattr(args, "result", None)
+        if not path:
+            print("zoframe verify: give RESULT (a run saved with zoframe solve -o RESULT)", file=sys.stderr)
+            return 2
+        target, summary = load_saved_result(path)
+        if problem is None:
+            name = getattr(args, "problem", None) or summary.get("problem")
+            if not name:
+                print(
+                    "zoframe verify: the saved run does not name its problem; pass --problem NAME "
+                    "(and --problem-arg K=V for its parameters)",
+                    file=sys.stderr,
+                )
+                return 2
+            pkw = dict(summary.get("problem_args", {}) or {})
+            pkw.update(_kv(getattr(args, "problem_arg", None)))
+            problem = default_registry().make_problem(str(name), **pkw)
+        solver = summary.get("solver")
+        if solver:
+            target = dict(target)
+            print(f"run of {solver}: status {summary.get('status')}, nit {summary.get('nit')}, nfev {summary.get('nfev')}")
+    report = verify(
+        problem,
+        target,
+        reference=not getattr(args, "no_reference", False),
+        cache_dir=getattr(args, "cache_dir", None),
+        active_tol=float(getattr(args, "active_tol", 1e-6)),
+    )
+    print(report.to_json() if getattr(args, "json", False) else report.to_text())
+    return 0
