@@ -130,3 +130,11 @@ def test_minimize_with_executor_is_bit_identical() -> None:
     with ThreadPoolExecutor(2) as ex:
         par = zoframe.minimize(prob, "zo-sgd", executor=ex, **kw)
     assert np.array_equal(ref.x, par.x) and ref.nfev == par.nfev
+
+
+def test_unpicklable_problem_on_a_process_pool_is_a_clear_error() -> None:
+    prob = zoframe.FiniteSum(lambda X: X.sum(axis=1), x0=np.zeros(2))
+    with ProcessPoolExecutor(1) as ex:
+        o = CountingOracle(prob, executor=ex, chunks=2)
+        with pytest.raises(zoframe.InvalidInputError, match="must be picklable"):
+            o.objective(np.zeros((4, 2)))

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 import itertools
 import math
+import pickle
 import time
 from typing import Any, Literal
 
@@ -339,7 +340,16 @@ class CountingOracle:
             edges = np.linspace(0, k, self._n_chunks(k) + 1).astype(int)
             blocks = [(int(lo), int(hi)) for lo, hi in itertools.pairwise(edges) if hi > lo]
             futures = [self.executor.submit(_call_rows, fn, [a[lo:hi] for a in arrays], ids) for lo, hi in blocks]
-            parts = [self._shape(f.result(), hi - lo, b, kind) for f, (lo, hi) in zip(futures, blocks)]
+            try:
+                parts = [self._shape(f.result(), hi - lo, b, kind) for f, (lo, hi) in zip(futures, blocks)]
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                if "pickle" not in str(exc).lower():
+                    raise
+                raise InvalidInputError(
+                    f"the {kind} function could not be sent to the executor's workers ({exc}); with a process "
+                    "pool the problem must be picklable (module-level functions and classes, no lambdas or "
+                    "closures), or use a thread pool or dask's executor (cloudpickle)"
+                ) from exc
             out = np.concatenate(parts, axis=0)
         self.seconds += time.perf_counter() - t0
         # one reduction detects NaN/inf cheaply (a finite sum can only overflow: then check exactly)
