@@ -260,6 +260,10 @@ class ZOSVRGADMM(_ADMMBase):
     def _m(self, oracle: CountingOracle) -> int:
         return int(self.m) if self.m is not None else max(1, math.ceil(oracle.n / self.b))
 
+    def calls_per_step(self, oracle: CountingOracle, state: SVRGADMMState) -> int:
+        """``2 d n`` at the start of an epoch (the snapshot), else ``2 * 2 d b`` (two base points)."""
+        return 2 * oracle.dim * oracle.n if state.inner == 0 else 4 * oracle.dim * self.b
+
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> SVRGADMMState:
         s = self._start(oracle, x0)  # Alg. 1 l.2
         return SVRGADMMState(**s, x_snap=s["x"].copy(), g_snap=np.zeros(oracle.dim), inner=0)
@@ -303,6 +307,10 @@ class ZOSAGAADMM(_ADMMBase):
     when the batch repeats an index.
     """
 
+    def calls_per_step(self, oracle: CountingOracle) -> int:
+        """``2 d b``: one central-difference estimate per sampled component."""
+        return 2 * oracle.dim * self.b
+
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> SAGAADMMState:
         s = self._start(oracle, x0)
         est = coo_estimate(oracle, s["x"], None, self._mu(oracle, 0), rng, "snapshot", per_component=True)
@@ -336,6 +344,10 @@ class ZOADMM(_ADMMBase):
     ``b`` is not used.
     """
 
+    def calls_per_step(self, oracle: CountingOracle) -> int:
+        """``2 d n``: the full coordinate estimate."""
+        return 2 * oracle.dim * oracle.n
+
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADMMState:
         return ADMMState(**self._start(oracle, x0))
 
@@ -356,6 +368,10 @@ class ZOSGDADMM(_ADMMBase):
         l.3  y_j = prox_{psi_j/r_j}(...), j = 1..k
         l.4  x = argmin of (6);  l.5  lam = lam - rho (A x + B y - c)
     """
+
+    def calls_per_step(self, oracle: CountingOracle) -> int:
+        """``2 d b``."""
+        return 2 * oracle.dim * self.b
 
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADMMState:
         return ADMMState(**self._start(oracle, x0))
@@ -434,6 +450,10 @@ class ZOProxSVRG(_ProxBase):
         if self.m is not None:
             check_int("m", self.m)
 
+    def calls_per_step(self, oracle: CountingOracle, state: ProxSVRGState) -> int:
+        """``2 d n`` at the start of an epoch, else ``4 d b``."""
+        return 2 * oracle.dim * oracle.n if state.inner == 0 else 4 * oracle.dim * self.b
+
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ProxSVRGState:
         s = self._start(oracle, x0)
         return ProxSVRGState(**s, x_snap=s["x"].copy(), g_snap=np.zeros(oracle.dim), inner=0)
@@ -471,6 +491,10 @@ class ZOProxSAGA(_ProxBase):
 
     The prox of ``h(x) = sum_j psi_j(M_j x + e_j)`` as in :class:`ZOProxSVRG`.
     """
+
+    def calls_per_step(self, oracle: CountingOracle) -> int:
+        """``2 d b``."""
+        return 2 * oracle.dim * self.b
 
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ProxSAGAState:
         s = self._start(oracle, x0)
