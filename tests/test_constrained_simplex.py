@@ -1,0 +1,111 @@
+"""The distribution p: projection, the sparse (floor + support) ascent step against a dense
+sort-based reference, inverse-CDF sampling in both forms, and the subnormal flush."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zoframe.sets import project_simplex
+from zoframe_constrained.simplex import (
+    FLUSH,
+    Ascent,
+    ascent_dense,
+    ascent_sparse,
+    densify,
+    flush,
+    project_simplex_dense,
+    sample_dense,
+    sample_sparse,
+    simplex_threshold,
+    sparsify,
+)
+
+
+def test_projection_matches_the_sort_based_reference() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        v = rng.standard_normal(int(rng.integers(1, 60))) * rng.choice([1e-3, 1.0, 1e3])
+        v_copy = v.copy()
+        np.testing.assert_allclose(project_simplex_dense(v), project_simplex(v), rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(v, v_copy)
+
+
+def test_weighted_threshold_equals_the_expanded_vector() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        vals = rng.standard_normal(8)
+        counts = rng.integers(1, 20, size=8).astype(float)
+        expanded = np.repeat(vals, counts.astype(int))
+        assert simplex_threshold(vals, counts) == pytest.approx(simplex_threshold(expanded), abs=1e-12)
+
+
+def _reference_step(p: np.ndarray, eta: float, h: Ascent) -> np.ndarray:
+    """Proj_Delta(p + eta H), H = sum_j e_j gain_j - lam p: dense, sort-based (zoframe.sets)."""
+    H = -h.lam * p
+    np.add.at(H, h.idx, h.gain)
+    return project_simplex(p + eta * H)
+
+
+@pytest.mark.parametrize(("lam", "violated"), [(1e-6, 0.7), (1e-2, 0.3), (0.5, 0.05)])
+def test_sparse_ascent_gives_the_dense_iterates(lam: float, violated: float) -> None:
+    """3000 steps from the uniform p: floor > 0 phases (no violation sampled) and floor = 0 phases."""
+    rng = np.random.default_rng(2)
+    m, k, eta = 500, 16, 0.05
+    p = np.full(m, 1.0 / m)
+    support, values, floor = sparsify(p)
+    assert support.shape == (0,) and floor == 1.0 / m
+    worst = 0.0
+    sizes = []
+    for _ in range(3000):
+        idx = rng.choice(m, size=k, replace=True)  # duplicates must add up
+        phi = np.maximum(rng.standard_normal(k) - 1.5, 0.0) ** 2 * (rng.random() < violated)
+        h = Ascent(idx=idx, gain=m / k * phi, lam=lam)
+        p_ref = _reference_step(p, eta, h)
+        p = ascent_dense(p, eta, h)
+        support, values, floor = ascent_sparse(support, values, floor, m, eta, h)
+        dense = densify(support, values, floor, m)
+        worst = max(worst, float(np.abs(p - p_ref).max()), float(np.abs(dense - p).max()))
+        sizes.append(support.shape[0])
+        assert np.all(np.diff(support) > 0)
+        assert np.all(values > floor)
+    assert worst <= 1e-12
+    assert abs(densify(support, values, floor, m).sum() - 1.0) <= 1e-12
+    assert min(sizes) < m // 4  # the support really is sparse part of the time
+
+
+def test_sampling_both_forms_draw_the_same_indices_with_the_right_law() -> None:
+    rng = np.random.default_rng(3)
+    m = 50
+    for floor in (0.0, 0.004):
+        support = np.sort(rng.choice(m, size=7, replace=False)).astype(np.intp)
+        values = floor + rng.random(7)
+        values *= (1.0 - floor * (m - 7)) / values.sum()
+        values = np.maximum(values, floor + 1e-3)
+        p = densify(support, values, floor, m)
+        p /= p.sum()
+        support, values, floor = sparsify(p)
+        u = rng.random(200_000)
+        a = sample_dense(p, u)
+        b = sample_sparse(support, values, floor, m, u)
+        assert np.mean(a != b) < 1e-4  # only rounding at the boundaries may differ
+        freq = np.bincount(b, minlength=m) / u.shape[0]
+        se = np.sqrt(p * (1 - p) / u.shape[0]) + 1e-12
+        assert np.max(np.abs(freq - p) / se) < 5.0
+        assert np.all(freq[p == 0] == 0)
+
+
+def test_uniform_floor_only_sampling() -> None:
+    u = np.random.default_rng(4).random(10_000)
+    idx = sample_sparse(np.zeros(0, dtype=np.intp), np.zeros(0), 0.01, 100, u)
+    assert idx.min() >= 0 and idx.max() <= 99
+    np.testing.assert_array_equal(idx, sample_dense(np.full(100, 0.01), u))
+
+
+def test_flush_removes_subnormals() -> None:
+    v = np.array([1e-310, -1e-315, 3e-308, 0.5, -2.0])
+    out = flush(v.copy())
+    np.testing.assert_array_equal(out, [0.0, 0.0, 3e-308, 0.5, -2.0])
+    assert FLUSH == np.finfo(np.float64).tiny
+    p = project_simplex_dense(np.array([1.0, 1.0 - 2e-309, -5.0]))
+    assert np.all((p == 0) | (p >= FLUSH))

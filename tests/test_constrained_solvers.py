@@ -1,0 +1,275 @@
+"""DSZOG and ADSZOG: accuracy on a convex problem with a known solution, cost, p on the simplex,
+unbiasedness of the p-gradient estimator, dense = sparse iterates, and bad input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe.errors import InvalidInputError, InvalidParameterError, NonFiniteValueError
+from zoframe.oracle import CountingOracle
+from zoframe_constrained.solvers import ADSZOG, DSZOG
+
+SEEDS = range(5)
+
+
+def convex_problem(seed: int = 0, d: int = 5, n: int = 60, m: int = 300) -> tuple[Any, np.ndarray, float]:
+    """Least squares (values ~ 1) under ``m`` random unit-norm halfspaces; 5 are active at w*."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, d)) / np.sqrt(d)
+    b = A @ np.ones(d) + 0.1 * rng.standard_normal(n)
+    D = rng.standard_normal((m, d))
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    e = rng.uniform(0.5, 1.5, m)
+
+    def obj(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return (X @ A[idx].T - b[idx]) ** 2
+
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return X @ D[idx].T - e[idx]
+
+    prob = zoframe.Constrained(obj, con, m=m, x0=np.zeros(d), n=n, convex_constraints=True)
+    w = cp.Variable(d)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(A @ w - b) / n), [D @ w <= e])
+    ref.solve()
+    assert ref.status == cp.OPTIMAL
+    return prob, np.asarray(w.value), float(ref.value)
+
+
+@pytest.fixture(scope="module")
+def convex() -> tuple[Any, np.ndarray, float]:
+    return convex_problem()
+
+
+SOLVERS = [
+    ("dszog", {"eta_w": 0.02, "eta_p": 0.01, "beta": 100.0}),
+    ("adszog", {"eta_w": 0.01, "eta_p": 0.01, "beta": 100.0, "a": 0.5, "b": 0.5}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), SOLVERS)
+def test_convex_known_solution_median_over_seeds(convex: tuple[Any, np.ndarray, float], name: str, params: dict[str, Any]) -> None:
+    """After 2000 iterations, median over 5 seeds: |f0 - f*| <= 0.02, max violation <= 0.02, ||w - w*|| <= 0.08.
+
+    Theory for the penalty minimax: the violation at the penalised solution is about
+    sum(alpha*)/(2 beta) = 0.96/200 ~ 0.005 here, so 0.02 leaves room for the stochastic error.
+    """
+    prob, w_star, f_star = convex
+    gaps, viols, dists = [], [], []
+    for seed in SEEDS:
+        r = zoframe.minimize(prob, name, rng=seed, max_iter=2000, M1=16, M2=16, M3=32, record_every=0, **params)
+        gaps.append(abs(r.fun - f_star))
+        viols.append(r.measures["max_violation"])
+        dists.append(float(np.linalg.norm(r.x - w_star)))
+    assert np.median(gaps) <= 0.02, gaps
+    assert np.median(viols) <= 0.02, viols
+    assert np.median(dists) <= 0.08, dists
+    # the start (w = 0) is far: this is real progress, not a lucky start
+    assert np.linalg.norm(w_star) > 0.5
+
+
+@pytest.mark.parametrize(("name", "params"), SOLVERS)
+def test_p_stays_on_the_simplex_and_finds_the_active_constraints(
+    convex: tuple[Any, np.ndarray, float], name: str, params: dict[str, Any]
+) -> None:
+    prob, w_star, _ = convex
+    seen: list[np.ndarray] = []
+
+    def cb(info: zoframe.IterationInfo) -> None:
+        if info.iteration % 100 == 0:
+            p = DSZOG().outputs(info.state)["p"] if name == "dszog" else info.state.p
+            seen.append(np.array(p))
+
+    r = zoframe.minimize(prob, name, rng=1, max_iter=1000, M1=16, M2=16, M3=32, record_every=0, callback=cb, **params)
+    seen.append(r.outputs["p"])
+    for p in seen:
+        assert p.shape == (prob.m,)
+        assert p.min() >= 0.0
+        assert abs(p.sum() - 1.0) <= 1e-9
+    # p says which constraints are hard: most of its mass sits on the 5 (of 300) active at w*
+    active = prob.constraints(w_star[None, :], np.arange(prob.m))[0] > -1e-6
+    assert active.sum() == 5
+    assert r.outputs["p"][active].sum() >= 0.5
+    assert np.isin(np.argsort(r.outputs["p"])[-5:], np.flatnonzero(active)).sum() >= 3
+
+
+@pytest.mark.parametrize("cls", [DSZOG, ADSZOG])
+def test_calls_per_step_equal_the_declared_cost(convex: tuple[Any, np.ndarray, float], cls: type) -> None:
+    prob, _, _ = convex
+    solver = cls(M1=7, M2=9, M3=11, q=4)
+    oracle = CountingOracle(prob)
+    rng = np.random.default_rng(0)
+    state = solver.init(oracle, prob.x0, rng)
+    init_calls = oracle.calls
+    expected_init = prob.m + (0 if cls is DSZOG else 5 * (7 + 9) + 11)
+    assert init_calls == expected_init
+    for _ in range(5):
+        before = oracle.calls
+        state = solver.step(oracle, state, rng)
+        assert oracle.calls - before == solver.calls_per_step(oracle) == 5 * (7 + 9) + 11
+    # one objective call and two constraint calls per step: objective = (q+1)|M1|
+    assert oracle.calls_by_kind["objective"] == 5 * 5 * 7 + (0 if cls is DSZOG else 5 * 7)
+
+
+def test_grad_p_estimator_is_unbiased() -> None:
+    """E[H] = beta phi(w) - lambda p over the uniform draw of M3 (z-test per coordinate)."""
+    rng = np.random.default_rng(0)
+    m, d = 30, 3
+    D = rng.standard_normal((m, d))
+    w = rng.standard_normal(d)
+    prob = zoframe.Constrained(
+        lambda X, idx: np.zeros((X.shape[0], len(idx))), lambda X, idx: X @ D[idx].T, m=m, x0=w, n=1
+    )
+    oracle = CountingOracle(prob)
+    solver = DSZOG(beta=2.0, lam=0.1, M3=7)
+    p = rng.dirichlet(np.ones(m))
+    phi = np.maximum(D @ w, 0.0) ** 2
+    truth = solver.beta * phi - solver.lam * p
+    draws = 6000
+    samples = np.empty((draws, m))
+    for k in range(draws):
+        M3 = rng.choice(m, size=solver.M3, replace=False)
+        h = solver.H(oracle, w, M3)
+        dense = -h.lam * p
+        np.add.at(dense, h.idx, h.gain)
+        samples[k] = dense
+    mean = samples.mean(axis=0)
+    se = samples.std(axis=0, ddof=1) / np.sqrt(draws)
+    nz = phi > 0
+    np.testing.assert_allclose(mean[~nz], truth[~nz], rtol=1e-12)  # satisfied: H_j = -lambda p_j always
+    z = (mean[nz] - truth[nz]) / se[nz]
+    assert np.max(np.abs(z)) < 4.5, z  # 30 coordinates: P(max |z| > 4.5) < 1e-4 if unbiased
+    assert nz.sum() >= 5
+
+
+def test_dense_and_sparse_p_give_the_same_iterates(convex: tuple[Any, np.ndarray, float]) -> None:
+    prob, _, _ = convex
+    runs = {}
+    for form in ("dense", "sparse"):
+        xs = []
+
+        def cb(info: zoframe.IterationInfo) -> None:
+            xs.append(np.array(info.x))  # noqa: B023
+
+        r = zoframe.minimize(
+            prob, "dszog", rng=7, max_iter=400, M1=16, M2=16, M3=32, beta=100.0, eta_w=0.02,
+            p_form=form, record_every=0, callback=cb,
+        )
+        runs[form] = (np.array(xs), r.outputs["p"], r.nfev)
+    xd, pd, nd = runs["dense"]
+    xs_, ps, ns = runs["sparse"]
+    assert nd == ns
+    np.testing.assert_allclose(xs_, xd, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ps, pd, rtol=0, atol=1e-12)
+
+
+def test_checkpoint_resume_with_the_sparse_form(tmp_path: Any, convex: tuple[Any, np.ndarray, float]) -> None:
+    prob, _, _ = convex
+    kw: dict[str, Any] = {"M1": 8, "M2": 8, "M3": 8, "p_form": "sparse", "record_every": 0}
+    straight = zoframe.minimize(prob, "dszog", rng=3, max_iter=30, **kw)
+    zoframe.minimize(prob, "dszog", rng=3, max_iter=15, checkpoint=tmp_path / "ck", **kw)
+    resumed = zoframe.minimize(prob, "dszog", max_iter=30, resume=tmp_path / "ck", **kw)
+    np.testing.assert_array_equal(straight.x, resumed.x)
+    np.testing.assert_array_equal(straight.outputs["p"], resumed.outputs["p"])
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "match"),
+    [
+        (DSZOG, {"beta": 0.0}, "beta"),
+        (DSZOG, {"beta": -1.0}, "beta"),
+        (DSZOG, {"lam": 0.0}, "lambda"),
+        (ADSZOG, {"lam": -1e-6}, "lambda"),
+        (ADSZOG, {"a": 0.0}, "a"),
+        (ADSZOG, {"a": 1.0}, "a"),
+        (ADSZOG, {"b": 1.5}, "b"),
+        (ADSZOG, {"b": -0.1}, "b"),
+        (DSZOG, {"eta_w": float("nan")}, "eta_w"),
+        (DSZOG, {"M2": 0}, "M2"),
+        (DSZOG, {"q": 2.5}, "q"),
+        (DSZOG, {"p_form": "tree"}, "p_form"),
+        (DSZOG, {"eta_p": 10.0, "lam": 0.5}, "eta_p \\* lambda"),
+    ],
+)
+def test_bad_hyper_parameters_are_refused(cls: type, kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(InvalidParameterError, match=match):
+        cls(**kwargs)
+
+
+@pytest.mark.parametrize(("name", "batch", "match"), [("dszog", {"M1": 61}, "M1=61"), ("adszog", {"M1": 16, "M3": 301}, "M3=301")])
+def test_batches_larger_than_n_or_m_fail_before_any_evaluation(
+    convex: tuple[Any, np.ndarray, float], name: str, batch: dict[str, int], match: str
+) -> None:
+    prob, _, _ = convex
+    with pytest.raises(InvalidParameterError, match=match):
+        zoframe.minimize(prob, name, rng=0, max_iter=5, **batch)
+    oracle = CountingOracle(prob)
+    solver = (DSZOG if name == "dszog" else ADSZOG)(**batch)
+    with pytest.raises(InvalidParameterError, match=match):
+        solver.validate(oracle)
+    assert oracle.calls == 0
+
+
+def test_m2_larger_than_m_samples_with_replacement(convex: tuple[Any, np.ndarray, float]) -> None:
+    prob, _, _ = convex
+    r = zoframe.minimize(prob, "dszog", rng=0, max_iter=3, M1=4, M2=1000, M3=4, q=2, record_every=0)
+    assert r.nfev == prob.m + 3 * (3 * (4 + 1000) + 4)
+
+
+def _nan_problem(where: str) -> Any:
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out = X @ np.ones((2, len(idx))) - 1.0
+        if where == "always" or (where == "far" and np.abs(X).max() > 0.5):
+            out[:, 0] = np.nan
+        return out
+
+    return zoframe.Constrained(lambda X: (X**2).sum(1), con, m=10, x0=np.zeros(2))
+
+
+@pytest.mark.parametrize("name", ["dszog", "adszog"])
+def test_nan_constraints_give_a_clear_error(name: str) -> None:
+    with pytest.raises(NonFiniteValueError, match="constraint"):
+        zoframe.minimize(_nan_problem("always"), name, rng=0, max_iter=5, M1=1, M2=2, M3=2)
+    # with nonfinite="inf" the oracle passes +inf on: the solver refuses it with its own message,
+    # at the start (closed-form p_1) or later in the run (the result so far is kept)
+    with pytest.raises(NonFiniteValueError, match="finite constraint values"):
+        zoframe.minimize(_nan_problem("always"), name, rng=0, max_iter=5, M1=1, M2=2, M3=2, nonfinite="inf")
+    with pytest.raises((NonFiniteValueError, zoframe.RunFailedError)) as info:
+        zoframe.minimize(
+            _nan_problem("far"), name, rng=0, max_iter=50, M1=1, M2=2, M3=2, mu=1.0, nonfinite="inf"
+        )
+    err = info.value.__cause__ if isinstance(info.value, zoframe.RunFailedError) else info.value
+    assert isinstance(err, NonFiniteValueError)
+    assert "finite constraint values" in str(err)
+
+
+def test_empty_constraint_set_is_refused() -> None:
+    with pytest.raises(InvalidInputError, match="m"):
+        zoframe.Constrained(lambda X: X.sum(1), lambda X, idx: X[:, :0], m=0, x0=np.zeros(2))
+
+    class NoConstraints:
+        kind = "constrained"
+        dim, n, m = 2, 1, 0
+        x0 = np.zeros(2)
+
+        def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            return X.sum(1, keepdims=True)
+
+        def constraints(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            return X[:, :0]
+
+    with pytest.raises(InvalidInputError, match="at least one constraint"):
+        zoframe.minimize(NoConstraints(), "dszog", rng=0, max_iter=2, M1=1)
+
+
+def test_wrong_constraint_shape_is_reported() -> None:
+    prob = zoframe.Constrained(
+        lambda X, idx: np.zeros((X.shape[0], len(idx))), lambda X, idx: X[:, :1], m=5, x0=np.zeros(2), n=3
+    )
+    with pytest.raises(zoframe.ShapeError, match="shape"):
+        zoframe.minimize(prob, "adszog", rng=0, max_iter=2, M1=2, M2=3, M3=3)
