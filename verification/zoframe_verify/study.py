@@ -66,6 +66,15 @@ DEFAULT_MEASURE = {
 }
 
 
+#: measures computed by zoframe_verify itself, per problem kind
+BUILTIN_MEASURES = {
+    "finite_sum": ("grad_norm", "grad_norm_sq"),
+    "constrained": ("kkt", "eps1", "eps2", "eps3"),
+    "minimax": ("grad_g_norm", "grad_g_norm_sq"),
+    "composite": ("dist2",),
+}
+
+
 @dataclass(frozen=True)
 class StudyConfig:
     """Everything that determines the runs of a study (hashed into :attr:`key`)."""
@@ -183,10 +192,34 @@ def make_measure(problem: Any, name: str) -> Callable[[Mapping[str, Array]], flo
     def column(o: Mapping[str, Array]) -> float:
         ms = problem.measures(o, monitor)
         if name not in ms:
-            raise InvalidInputError(f"the problem's measures() has no column {name!r}; it has {sorted(ms)}")
+            raise InvalidInputError(
+                f"unknown measure {name!r}: the problem's measures() has no such column (it has {sorted(ms)}); "
+                f"built-in measures of a {kind} problem: {', '.join(BUILTIN_MEASURES.get(kind, ()))}, fun_gap, "
+                "dist_to_solution"
+            )
         return float(ms[name])
 
     return column
+
+
+def initial_outputs(problem: Any) -> dict[str, Array]:
+    """The outputs a solver would report at the problem's starting point (``x0``, ``y0`` / ``y0..``)."""
+    outs: dict[str, Array] = {"x": np.asarray(problem.x0, dtype=np.float64)}
+    kind = getattr(problem, "kind", "")
+    if kind == "minimax":
+        outs["y"] = np.asarray(problem.y0, dtype=np.float64)
+    elif kind == "composite":
+        for j, y in enumerate(problem.y0):
+            outs[f"y{j}"] = np.asarray(y, dtype=np.float64)
+    return outs
+
+
+def _check_measure(problem: Any, name: str) -> None:
+    fn = make_measure(problem, name)
+    try:
+        fn(initial_outputs(problem))
+    except KeyError:  # the measure needs outputs only a solver reports (e.g. its dual iterate)
+        pass
 
 
 def _blocks_of(problem: Any, o: Mapping[str, Array]) -> list[Array] | None:
@@ -506,7 +539,7 @@ def rate_study(
     sparams = dict(params or {})
     spec.cls(**sparams)  # bad parameters fail here, before any run
     mname = measure or DEFAULT_MEASURE.get(kind, "fun")
-    make_measure(prob, mname)  # unknown measures fail here
+    _check_measure(prob, mname)  # unknown measures fail here, before any run
     seed_list = tuple(range(int(seeds))) if isinstance(seeds, (int, np.integer)) else tuple(int(s) for s in seeds)
     if not seed_list:
         raise InvalidInputError("a rate study needs at least one seed")

@@ -1,0 +1,67 @@
+"""The ``zoframe verify`` and ``zoframe rate`` commands, and ``zoframe solve ... --verify``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zoframe.cli import main
+from zoframe.registry import default_registry
+
+
+@pytest.fixture(autouse=True)
+def _cache_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZOFRAME_CACHE_DIR", str(tmp_path / "refcache"))
+
+
+def test_commands_and_problems_are_registered() -> None:
+    reg = default_registry()
+    assert {"rate", "verify"} <= set(reg.commands())
+    assert {"kkt-qp", "saddle-quadratic", "lasso-composite"} <= set(reg.problems())
+
+
+def test_verify_a_saved_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    argv = ["solve", "quadratic", "--solver", "zo-sgd", "--max-iter", "200", "--no-progress",
+            "-p", "eta=0.05", "--problem-arg", "dim=6", "-o", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", "--json"]) == 0
+    text = capsys.readouterr().out
+    data = json.loads(text[text.index("{"):])
+    assert data["kind"] == "finite_sum" and data["reference_source"].startswith("known_solution")
+    assert data["measures"]["grad_norm"] < 0.1 and data["measures"]["dist_to_reference"] < 0.1
+
+
+def test_verify_needs_the_problem_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(["solve", "quadratic", "--max-iter", "5", "--no-progress", "-o", str(out)]) in (0, 1)
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 2
+    assert "--problem NAME" in capsys.readouterr().err
+    assert main(["verify", str(tmp_path / "missing"), "--problem", "quadratic"]) == 2
+    assert "no saved run" in capsys.readouterr().err
+
+
+def test_solve_with_verify_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["solve", "quadratic", "--solver", "zo-sgd", "--max-iter", "100", "--no-progress", "-p", "eta=0.05",
+            "--verify"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "verification report: quadratic (finite_sum), solver" in out and "grad_norm" in out
+
+
+def test_rate_command_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv: list[Any] = ["rate", "zo-sgd", "quadratic", "--seeds", "2", "--budget", "300", "-p", "eta=0.05",
+                       "--problem-arg", "dim=5", "--db", str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "rep"),
+                       "--bootstrap", "100", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["executed"] == 2 and data["curve"] == "avg"
+    assert set(data["fits"]) == {"iterations", "calls"}
+    assert (tmp_path / "rep" / "rate_report.md").is_file() and (tmp_path / "rep" / "rate_iterations.png").is_file()
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["reused"] == 2
