@@ -11,7 +11,6 @@ import pytest
 import zoframe
 from zoframe.errors import IncompatibleProblemError, InvalidInputError, InvalidParameterError, ShapeError
 from zoframe.penalties import L1, GroupL2, SquaredL2
-
 from zoframe_admm.coupling import RankDeficientCouplingWarning
 from zoframe_admm.penalties import BlockGroupL2, PenaltySum, WeightedL1, overlapping_groups_matrix
 from zoframe_admm.problems import FusedLassoToy

@@ -22,20 +22,19 @@ import numpy as np
 
 from zoframe.errors import IncompatibleProblemError, InvalidInputError, InvalidParameterError, ShapeError
 from zoframe.protocols import Array, Penalty
-
 from zoframe_admm.penalties import has_prox
 
 __all__ = [
-    "RankDeficientCouplingWarning",
-    "check_coupling",
-    "admm_constants",
-    "residual",
-    "y_updates",
-    "x_update",
-    "dual_update",
     "ProxMap",
-    "prox_map",
+    "RankDeficientCouplingWarning",
+    "admm_constants",
+    "check_coupling",
     "composed_prox",
+    "dual_update",
+    "prox_map",
+    "residual",
+    "x_update",
+    "y_updates",
 ]
 
 #: strict margin in ``r > rho eta sigma_max(A^T A) + 1`` and ``r_j > rho sigma_max(B_j^T B_j) + 1``
@@ -47,10 +46,11 @@ class RankDeficientCouplingWarning(UserWarning):
 
 
 def _sigma_max_sq(M: Array) -> float:
-    """``sigma_max(M^T M)`` = squared spectral norm."""
+    """``sigma_max(M^T M)`` = squared spectral norm, from the smaller Gram matrix (no SVD)."""
     if M.size == 0:
         return 0.0
-    return float(np.linalg.norm(M, 2) ** 2)
+    gram = M.T @ M if M.shape[1] <= M.shape[0] else M @ M.T
+    return float(np.linalg.eigvalsh(gram)[-1])
 
 
 def check_coupling(oracle: Any, rank_check: str) -> None:
@@ -96,7 +96,7 @@ def check_coupling(oracle: Any, rank_check: str) -> None:
     if rank_check not in ("error", "warn", "ignore"):
         raise InvalidParameterError(f"rank_check must be 'error', 'warn' or 'ignore', got {rank_check!r}")
     if rank_check != "ignore":
-        rank = int(np.linalg.matrix_rank(A))
+        rank = min(ell, d) if ell > d else int(np.linalg.matrix_rank(A))  # more rows than columns: deficient
         if rank < ell:
             msg = (
                 f"A ({ell} x {d}) has rank {rank} < {ell}: it is not of full row rank, so Assumption 4 of "
@@ -209,14 +209,19 @@ def prox_map(oracle: Any) -> ProxMap:
     ``B = [B_1 ... B_k]`` of full column rank and ``range(A), c`` inside ``range(B)``.
     """
     Bfull = np.hstack(list(oracle.B))
-    q = Bfull.shape[1]
-    if int(np.linalg.matrix_rank(Bfull)) < q:
+    gram = Bfull.T @ Bfull
+    try:  # full column rank <=> B^T B positive definite; then B^+ = (B^T B)^{-1} B^T
+        chol = np.linalg.cholesky(gram)
+        ok = bool(np.min(np.diag(chol)) > 1e-10 * max(1.0, float(np.max(np.diag(chol)))))
+    except np.linalg.LinAlgError:
+        ok = False
+    if not ok:
         raise IncompatibleProblemError(
             "the proximal baselines (no splitting) need the constraint A x + sum_j B_j y_j = c to "
             "determine y from x, but [B_1 ... B_k] is not of full column rank; use an ADMM solver "
             "(zo-svrg-admm, zo-saga-admm, ...) for this problem"
         )
-    P = np.linalg.pinv(Bfull)
+    P = np.linalg.solve(gram, Bfull.T)
     Ac = np.hstack([oracle.A, oracle.c[:, None]])
     if np.linalg.norm(Ac - Bfull @ (P @ Ac)) > 1e-8 * max(1.0, float(np.linalg.norm(Ac))):
         raise IncompatibleProblemError(

@@ -25,7 +25,7 @@ from zoframe.errors import InvalidInputError
 from zoframe.penalties import L1, GroupL2, SquaredL2
 from zoframe.protocols import Array, Penalty
 
-__all__ = ["WeightedL1", "BlockGroupL2", "PenaltySum", "overlapping_groups_matrix", "has_prox"]
+__all__ = ["BlockGroupL2", "PenaltySum", "WeightedL1", "has_prox", "overlapping_groups_matrix"]
 
 
 def _check_weight(w: float, what: str) -> float:
@@ -176,9 +176,9 @@ class PenaltySum:
             return group.subdifferential_distance(y, g)
         # both: on a group with y_g != 0 the group subgradient is unique; on y_g = 0 the set is
         # box(l1 weights) + ball(group weight), whose distance is max(||soft(g, w)|| - weight, 0).
-        w = l1.weights if isinstance(l1, WeightedL1) else np.full(y.shape, float(getattr(l1, "weight")))
+        w = l1.weights if isinstance(l1, WeightedL1) else np.full(y.shape, _weight_of(l1))
         groups = _group_index_lists(group, y.shape[0])
-        gw = float(getattr(group, "weight"))
+        gw = _weight_of(group)
         total = 0.0
         covered = np.zeros(y.shape[0], dtype=bool)
         for ids in groups:
@@ -197,6 +197,12 @@ class PenaltySum:
             r = np.where(yr != 0, gr - wr * np.sign(yr), np.maximum(np.abs(gr) - wr, 0.0))
             total += float(r @ r)
         return math.sqrt(total)
+
+
+def _weight_of(psi: Penalty) -> float:
+    if isinstance(psi, (L1, GroupL2, BlockGroupL2, SquaredL2)):
+        return float(psi.weight)
+    raise InvalidInputError(f"unsupported penalty {type(psi).__name__}")
 
 
 def _group_index_lists(group: Penalty, dim: int) -> list[Array]:

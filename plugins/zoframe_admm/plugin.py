@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from zoframe import hookimpl
 from zoframe.specs import ProblemSpec, ReproductionSpec, SolverSpec
-
 from zoframe_admm.problems import FusedLasso, FusedLassoToy, StructuredAttack
 from zoframe_admm.solvers import ZOADMM, ZOSAGAADMM, ZOSGDADMM, ZOSVRGADMM, ZOProxSAGA, ZOProxSVRG
 

@@ -37,10 +37,9 @@ from zoframe.measures import admm_stationarity, central_difference_gradient
 from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1, SquaredL2
 from zoframe.protocols import Array, IntArray, Penalty
-
 from zoframe_admm.penalties import BlockGroupL2, overlapping_groups_matrix
 
-__all__ = ["FusedLassoToy", "FusedLasso", "StructuredAttack", "two_block_coupling", "graph_incidence"]
+__all__ = ["FusedLasso", "FusedLassoToy", "StructuredAttack", "graph_incidence", "two_block_coupling"]
 
 
 def two_block_coupling(F: Array) -> tuple[Array, tuple[Array, Array], Array]:
@@ -139,10 +138,11 @@ class FusedLassoToy:
         """``(problem, x)`` as a cvxpy model (tests and verification only)."""
         import cvxpy as cp
 
-        x = cp.Variable(self.dim)
-        obj = 0.5 * cp.sum_squares(self.data @ x - self.target) / self.n
-        obj = obj + self.tau1 * cp.norm1(x) + self.tau2 * cp.norm1(self.F @ x)
-        return cp.Problem(cp.Minimize(obj)), x
+        cvx: Any = cp
+        x = cvx.Variable(self.dim)
+        obj = 0.5 * cvx.sum_squares(self.data @ x - self.target) / self.n
+        obj = obj + self.tau1 * cvx.norm1(x) + self.tau2 * cvx.norm1(self.F @ x)
+        return cvx.Problem(cvx.Minimize(obj)), x
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
         x = outputs["x"]
@@ -335,7 +335,7 @@ class FusedLasso:
 
 # --------------------------------------------------------------------------- structured attack
 @functools.lru_cache(maxsize=4)
-def _digits_model(seed: int) -> tuple[Array, Array, tuple[Array, ...], float]:
+def _digits_model(seed: int) -> tuple[Array, IntArray, tuple[Array, ...], float]:
     """8x8 digits in [0, 1] and a small MLP trained on the first 70 % (weights, test accuracy)."""
     from sklearn.datasets import load_digits
     from sklearn.exceptions import ConvergenceWarning
@@ -351,7 +351,9 @@ def _digits_model(seed: int) -> tuple[Array, Array, tuple[Array, ...], float]:
         net = MLPClassifier(hidden_layer_sizes=(32,), max_iter=300, random_state=seed)
         net.fit(images[perm[:cut]], labels[perm[:cut]])
     acc = float(net.score(images[perm[cut:]], labels[perm[cut:]]))
-    weights = (net.coefs_[0].copy(), net.intercepts_[0].copy(), net.coefs_[1].copy(), net.intercepts_[1].copy())
+    weights: tuple[Array, ...] = tuple(
+        np.array(w, dtype=np.float64) for w in (net.coefs_[0], net.intercepts_[0], net.coefs_[1], net.intercepts_[1])
+    )
     return images[perm[cut:]], labels[perm[cut:]], weights, acc
 
 
@@ -377,7 +379,7 @@ class StructuredAttack:
     name: str = "structured-attack"
     dim: int = field(init=False)
     images: Array = field(init=False, repr=False)
-    labels: Array = field(init=False, repr=False)
+    labels: IntArray = field(init=False, repr=False)
     weights: tuple[Array, ...] = field(init=False, repr=False)
     accuracy: float = field(init=False)
     F: Array = field(init=False, repr=False)

@@ -66,7 +66,6 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def run_fused(dataset: str, *, seconds: float, n_samples: int | None, seed: int, progress: bool) -> dict[str, dict[str, np.ndarray]]:
     """Six solvers on one dataset under the same CPU-time budget: their traces."""
     import zoframe
-
     from zoframe_admm.problems import FusedLasso
 
     prob = FusedLasso(dataset, n_samples=n_samples, seed=seed)
@@ -91,7 +90,6 @@ def time_to_gap(traces: dict[str, dict[str, np.ndarray]], gap: float) -> tuple[f
 
 def run_attack(iters: int, seed: int, progress: bool) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, np.ndarray]]:
     import zoframe
-
     from zoframe_admm.problems import StructuredAttack
 
     prob = StructuredAttack(tau1=0.1, tau2=0.1, seed=seed)

@@ -35,10 +35,9 @@ import numpy as np
 from zoframe.errors import InvalidParameterError
 from zoframe.estimators import CoordinateEstimator, Estimate
 from zoframe.oracle import CountingOracle
-from zoframe.protocols import Array
+from zoframe.protocols import Array, IntArray
 from zoframe.solver import SolverBase, check_int, check_positive
 from zoframe.specs import param
-
 from zoframe_admm.coupling import (
     ProxMap,
     admm_constants,
@@ -51,17 +50,17 @@ from zoframe_admm.coupling import (
 )
 
 __all__ = [
-    "ZOSVRGADMM",
-    "ZOSAGAADMM",
     "ZOADMM",
+    "ZOSAGAADMM",
     "ZOSGDADMM",
-    "ZOProxSVRG",
-    "ZOProxSAGA",
+    "ZOSVRGADMM",
     "ADMMState",
-    "SVRGADMMState",
-    "SAGAADMMState",
-    "ProxSVRGState",
     "ProxSAGAState",
+    "ProxSVRGState",
+    "SAGAADMMState",
+    "SVRGADMMState",
+    "ZOProxSAGA",
+    "ZOProxSVRG",
 ]
 
 COMPOSITE = frozenset({"composite"})
@@ -70,7 +69,7 @@ COMPOSITE = frozenset({"composite"})
 def coo_estimate(
     oracle: CountingOracle,
     x: Array,
-    idx: Array | None,
+    idx: IntArray | None,
     mu: float,
     rng: np.random.Generator,
     purpose: str,
@@ -174,9 +173,9 @@ class _ZOBase(SolverBase):
         """``mu_t = 1 / (d sqrt(t))`` with ``t`` counted from 1 (section 6), or the fixed ``mu``."""
         return float(self.mu) if self.mu is not None else 1.0 / (oracle.dim * math.sqrt(t + 1.0))
 
-    def _batch(self, oracle: CountingOracle, rng: np.random.Generator) -> Array:
+    def _batch(self, oracle: CountingOracle, rng: np.random.Generator) -> IntArray:
         """A mini-batch of ``b`` component indices, uniformly with replacement."""
-        out: Array = rng.integers(0, oracle.n, size=self.b)
+        out: IntArray = rng.integers(0, oracle.n, size=self.b).astype(np.intp)
         return out
 
 

@@ -1,0 +1,80 @@
+"""The fused-lasso and structured-attack problems, and ``zoframe reproduce admm`` on a tiny configuration."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe.measures import central_difference_gradient
+from zoframe_admm.problems import FusedLasso, StructuredAttack
+
+
+@pytest.fixture(scope="module")
+def news(tmp_path_factory: pytest.TempPathFactory) -> FusedLasso:
+    with pytest.MonkeyPatch.context() as mp:  # the graph cache goes to a temporary directory
+        mp.setenv("ZOFRAME_CACHE", str(tmp_path_factory.mktemp("cache")))
+        return FusedLasso("20news", n_samples=600, seed=0)
+
+
+def test_fused_lasso_structure_and_gradient(news: FusedLasso) -> None:
+    assert news.n == 300 and news.dim == 100
+    assert news.test.shape[0] == 300
+    assert set(np.unique(news.labels)) <= {-1.0, 1.0}
+    F = news.F
+    assert F.shape[1] == 100 and 0 < F.shape[0] <= 200
+    np.testing.assert_array_equal(np.sort(F, axis=1)[:, [0, -1]], np.tile([-1.0, 1.0], (F.shape[0], 1)))  # e_i - e_j rows
+    x = np.random.default_rng(0).standard_normal(100) * 0.1
+    idx = np.arange(5)
+    num = central_difference_gradient(lambda X: news.components(X, idx), x)
+    np.testing.assert_allclose(news.component_gradients(x, idx), num, atol=1e-7)
+    np.testing.assert_allclose(news.full_gradient(x), news.component_gradients(x, np.arange(news.n)).mean(0), atol=1e-12)
+
+
+def test_fused_lasso_svrg_admm_decreases_objective_and_test_loss(news: FusedLasso) -> None:
+    res = zoframe.minimize(news, "zo-svrg-admm", rng=0, max_iter=300, rho=0.1, eta=5.0, rank_check="ignore")
+    fun, test = res.trace["fun"], res.trace["test_loss"]
+    assert fun[-1] < 0.6 * fun[0]
+    assert test[-1] < 0.7 * test[0]
+    assert res.measures["stationarity"] < 1e-2 * res.trace["stationarity"][0]
+
+
+def test_fused_lasso_rejects_unknown_dataset() -> None:
+    with pytest.raises(zoframe.InvalidInputError, match="covtype"):
+        FusedLasso("covtype")
+
+
+def test_structured_attack_is_black_box_and_lowers_the_attack_loss() -> None:
+    prob = StructuredAttack(n=10, tau1=0.1, tau2=0.1)
+    assert prob.accuracy > 0.9  # the classifier trained at construction is a real one
+    X = np.zeros((3, 64))
+    vals = prob.components(X, np.arange(10))
+    assert vals.shape == (3, 10) and np.all(vals > 0)  # correctly classified images: positive margin
+    res = zoframe.minimize(prob, "zo-saga-admm", rng=0, max_iter=150, b=4, eta=0.02, rank_check="ignore")
+    loss = res.trace["attack_loss"]
+    assert loss[-1] < 0.2 * loss[0]
+    assert res.measures["fooled"] >= 0.5
+
+
+def test_reproduce_admm_tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zoframe.cli import main
+
+    monkeypatch.setenv("ZOFRAME_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "rep"
+    code = main(["reproduce", "admm", "--quick", "--datasets", "20news", "--n-samples", "600", "--seconds", "0.4",
+                 "--attack-iters", "20", "--out", str(out), "--no-progress"])
+    assert code == 0
+    for name in ("fig1_objective_gap.png", "fig2_attack_loss.png", "fig3_group_sparsity.png", "fig4_test_loss.png"):
+        assert (out / name).stat().st_size > 1000
+    with (out / "fused_lasso_20news.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["solver"] for r in rows} == {"zo-svrg-admm", "zo-saga-admm", "zo-admm", "zo-sgd-admm", "zo-prox-svrg", "zo-prox-saga"}
+    assert min(float(r["gap"]) for r in rows) == 0.0
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["datasets"]["20news"]["seconds_to_gap"]) == {r["solver"] for r in rows}
+    with (out / "attack.csv").open() as fh:
+        assert len(list(csv.DictReader(fh))) >= 6 * 2
