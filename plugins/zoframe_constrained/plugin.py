@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zoframe import hookimpl
-from zoframe.specs import SolverSpec
+from zoframe.specs import ProblemSpec, SolverSpec
+from zoframe_constrained.problems import fairness, gen, pairwise
 from zoframe_constrained.solvers import ADSZOG, DSZOG
 
 _REF_ICML = (
@@ -35,5 +36,56 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
             reference=_REF_ICML,
             problem_kinds=frozenset({"constrained"}),
             contract_params={**_CONTRACT, "eta_w": 0.05, "eta_p": 0.01, "a": 0.9, "b": 0.5},
+        ),
+    ]
+
+
+_PAIRWISE_PARAMS = {
+    "dataset": "LIBSVM name (a9a, w8a, svmguide3, ...), 'gen' or 'breast-cancer' (a9a)",
+    "n_samples": "samples drawn before the 50/30/20 split (1000)",
+    "seed": "seed of the draw and the split (0)",
+    "loss_c": "width c of the correntropy loss (1.0)",
+    "margin": "margin of the pair constraints (0.0, as in the paper)",
+    "kernel": "None or 'rbf' (appendix B.2)",
+    "gamma": "RBF width (default 1/(d var(X)))",
+    "landmarks": "RBF landmarks from the training split (100)",
+    "black_box_constraints": "False exposes D w <= e for projection baselines (True)",
+}
+
+
+@hookimpl
+def zoframe_problems() -> Sequence[ProblemSpec]:
+    return [
+        ProblemSpec(
+            name="pairwise",
+            factory=pairwise,
+            summary="correntropy-loss classification with one constraint per (positive, negative) training pair",
+            reference="Shi, Gao & Gu, ICML 2022, Section 6.2, eq. (23), Table 2",
+            kind="constrained",
+            parameters=_PAIRWISE_PARAMS,
+        ),
+        ProblemSpec(
+            name="gen",
+            factory=gen,
+            summary="pairwise problem on the synthetic 'gen' set (50 features, ~62k constraints)",
+            reference="Shi, Gao & Gu, ICML 2022, Table 4 ('gen')",
+            kind="constrained",
+            parameters={k: v for k, v in _PAIRWISE_PARAMS.items() if k != "dataset"},
+        ),
+        ProblemSpec(
+            name="fairness",
+            factory=fairness,
+            summary="hinge-loss classification under Zafar et al. covariance constraints (synthetic D1-D4)",
+            reference="Shi, Gao & Gu, ICML 2022, Section 6.2, eq. (24), Tables 3 and 5; Zafar et al., WWW 2017",
+            kind="constrained",
+            parameters={
+                "dataset": "D1, D2, D3 or D4 (Table 5 sizes) (D1)",
+                "seed": "seed of the generator and the split (0)",
+                "c": "covariance threshold (0.01)",
+                "n_samples": "samples generated (2000)",
+                "kernel": "None or 'rbf' (appendix B.2)",
+                "gamma": "RBF width (default 1/(d var(X)))",
+                "landmarks": "RBF landmarks from the training split (100)",
+            },
         ),
     ]

@@ -61,6 +61,9 @@ __all__ = [
     "sparsify",
 ]
 
+#: thresholds beyond this mean values near 2**52, where a unit of mass is lost to rounding
+_HUGE = 2.0**50
+
 #: values below the smallest normal double are set to zero (no subnormal floats in p or z_p)
 FLUSH = float(np.finfo(np.float64).tiny)
 
@@ -92,28 +95,33 @@ def simplex_threshold(values: Array, counts: Array | None = None) -> float:
     v = np.asarray(values, dtype=np.float64)
     if counts is None:  # unit weights: the same iteration without the weight vector
         tau = max(float(v.max()) - 1.0, (float(v.sum()) - 1.0) / int(v.shape[0]))
-        v = v[v > tau]
-        while True:
+        keep = v > tau
+        while keep.any():  # empty only by rounding (values ~1e16): tau is then exact enough
+            v = v[keep]
             tau = (float(v.sum()) - 1.0) / int(v.shape[0])
             keep = v > tau
             if keep.all():
-                return tau
-            v = v[keep]
+                break
+        return tau
     c = np.asarray(counts, dtype=np.float64)
     tau = max(float(v.max()) - 1.0, (float(v @ c) - 1.0) / float(c.sum()))  # two lower bounds of tau
     keep = v > tau
-    v, c = v[keep], c[keep]
-    while True:
+    while keep.any():
+        v, c = v[keep], c[keep]
         tau = (float(v @ c) - 1.0) / float(c.sum())
         keep = v > tau
         if keep.all():
-            return tau
-        v, c = v[keep], c[keep]
+            break
+    return tau
 
 
 def project_simplex_dense(v: Array) -> Array:
     """Euclidean projection of the vector ``v`` onto the simplex (a new array, subnormals flushed)."""
     tau = simplex_threshold(v)
+    if abs(tau) > _HUGE:  # only for |v| ~ 2**52 (a diverged run): rounding would eat the unit mass
+        out = np.zeros_like(v)
+        out[np.argmax(v)] = 1.0
+        return out
     out = v - tau
     out[out < FLUSH] = 0.0
     return out
@@ -155,6 +163,8 @@ def ascent_sparse(
         tau = simplex_threshold(np.append(v, s * floor), np.append(np.ones_like(v), float(n_floor)))
     else:
         tau = simplex_threshold(v)
+    if abs(tau) > _HUGE:  # see project_simplex_dense
+        return union[np.argmax(v)].reshape(1), np.ones(1), 0.0
     new_floor = s * floor - tau
     new_floor = new_floor if new_floor >= FLUSH else 0.0
     new_v = v - tau
@@ -163,10 +173,30 @@ def ascent_sparse(
     return union[keep], new_v[keep], float(new_floor)
 
 
-def sample_dense(p: Array, u: Array) -> IntArray:
-    """Indices drawn from ``p`` by inverting its cumulative distribution at the uniforms ``u``."""
-    cum = np.cumsum(p)
-    out: IntArray = np.minimum(np.searchsorted(cum, u * cum[-1], side="right"), p.shape[0] - 1).astype(np.intp)
+def sample_dense(p: Array, u: Array, block: int = 32) -> IntArray:
+    """Indices drawn from ``p`` by inverting its cumulative distribution at the uniforms ``u``.
+
+    Two levels instead of one ``O(m)`` cumulative sum (a sequential scan, ~5 ns per entry): block
+    sums (one vectorised reduction), a cumulative sum over the ``m / block`` blocks, then cumulative
+    sums inside the ``len(u)`` chosen blocks only. Same index as ``searchsorted(cumsum(p), u *
+    sum(p))`` up to rounding at the boundaries.
+    """
+    m = p.shape[0]
+    starts = np.arange(0, m, block)
+    sums = np.add.reduceat(p, starts)
+    cum = np.cumsum(sums)
+    t = u * cum[-1]
+    b = np.minimum(np.searchsorted(cum, t, side="right"), starts.shape[0] - 1)
+    rest = t - (cum[b] - sums[b])  # mass to cover inside block b
+    idx = starts[b][:, None] + np.arange(block)[None, :]
+    inside = idx < m
+    W = np.where(inside, p[np.minimum(idx, m - 1)], 0.0)
+    k = (np.cumsum(W, axis=1) <= rest[:, None]).sum(axis=1)
+    out: IntArray = np.minimum(starts[b] + k, m - 1).astype(np.intp)
+    # rounding can step past the last non-zero entry of a block: move back to one with mass
+    bad = p[out] == 0.0
+    if bad.any():
+        out[bad] = np.minimum(np.searchsorted(np.cumsum(p), t[bad], side="right"), m - 1)
     return out
 
 

@@ -22,6 +22,7 @@ ICML 2022 (Algorithm 1, with EMA and adaptive steps: ``adszog`` here) and the sa
 from __future__ import annotations
 
 from dataclasses import dataclass
+import functools
 import math
 from typing import ClassVar, Literal
 
@@ -33,11 +34,11 @@ from zoframe.protocols import Array, Estimator, IntArray
 from zoframe.solver import SolverBase, check_batch, check_int, check_open_unit, check_positive
 from zoframe.specs import param
 from zoframe_constrained.simplex import (
+    FLUSH,
     Ascent,
     ascent_dense,
     ascent_sparse,
     densify,
-    flush,
     project_simplex_dense,
     sample_dense,
     sample_sparse,
@@ -46,6 +47,9 @@ from zoframe_constrained.simplex import (
 
 __all__ = ["ADSZOG", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState"]
 
+#: ADSZOG flushes tiny entries of p and z_p every this many steps
+_FLUSH_EVERY = 16
+
 #: ``p_form="auto"`` uses the sparse floor + support form of p from this many constraints on
 SPARSE_AUTO_M = 20_000
 
@@ -53,13 +57,19 @@ PForm = Literal["auto", "dense", "sparse"]
 
 
 def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
-    if not np.isfinite(vals).all():
+    """``vals``, after checking they are finite (the oracle already raises on them unless nonfinite='inf')."""
+    if oracle.nonfinite == "inf" and not np.isfinite(vals).all():
         raise NonFiniteValueError(
             f"a constraint returned a non-finite value ({what}); DSZOG needs finite constraint values "
             "(the squared penalty max(f_j, 0)^2 of an infinite value has no finite difference). Make the "
             "constraint return a large finite number where it is undefined."
         )
     return vals
+
+
+def _norm(v: Array) -> float:
+    """Euclidean norm (a dot product: cheaper than np.linalg.norm for these 1-D vectors)."""
+    return math.sqrt(float(v @ v))
 
 
 @dataclass(frozen=True)
@@ -114,8 +124,7 @@ class _PenaltyMinimax(SolverBase):
         mean is ``mean_i l_i + beta mean_j phi_j``, and ONE estimate (one matrix of points) makes one
         objective call and one constraint call.
         """
-        b1, b2 = M1.shape[0], M2.shape[0]
-        weights = np.concatenate([np.full(b1, (b1 + b2) / b1), np.full(b2, self.beta * (b1 + b2) / b2)])
+        weights = self._weights(M1.shape[0], M2.shape[0])
 
         def lagrangian_terms(X: Array) -> Array:
             loss = oracle.objective(X, M1)
@@ -126,6 +135,13 @@ class _PenaltyMinimax(SolverBase):
 
         est = self.gradient_estimator().estimate(lagrangian_terms, w, rng, mu=self.mu)
         return np.asarray(est.grad, dtype=np.float64)
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 - a handful of frozen solvers, small arrays
+    def _weights(self, b1: int, b2: int) -> Array:
+        """Column weights that turn the mean over ``[l_M1, phi_M2]`` into ``mean l + beta mean phi``."""
+        w = np.concatenate([np.full(b1, (b1 + b2) / b1), np.full(b2, self.beta * (b1 + b2) / b2)])
+        w.setflags(write=False)
+        return w
 
     def H(self, oracle: CountingOracle, w: Array, M3: IntArray) -> Ascent:
         """``H = beta m / |M3| sum_{j in M3} e_j phi_j(w) - lambda p`` (the ``-lambda p`` part is implicit)."""
@@ -277,7 +293,7 @@ class ADSZOG(_PenaltyMinimax):
     of ``z_p`` give every entry its own two-dimensional linear history (no exact sublinear form
     exists: which entries leave the projection's zero set is a half-plane query on (p_j, z_pj)), so
     this path keeps ``O(m)`` numpy passes (a sort-free projection, one cumulative sum for sampling)
-    and flushes subnormal entries of ``p`` and ``z_p`` every 32 steps.
+    and zeroes the entries of ``p`` and ``z_p`` about to turn subnormal every 16 steps (:meth:`flush`).
     """
 
     a: float = param(0.9, symbol="a", doc="averaging weight of the projected point, in (0, 1)")
@@ -293,7 +309,7 @@ class ADSZOG(_PenaltyMinimax):
     def z_p_of(self, p: Array, H: Ascent) -> Array:
         """``H`` as a dense vector: ``-lambda p`` plus the gains on ``M3``."""
         h = -H.lam * p
-        np.add.at(h, H.idx, H.gain)
+        h[H.idx] += H.gain  # M3 is drawn without replacement: no repeated index
         return h
 
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADSZOGState:
@@ -308,8 +324,8 @@ class ADSZOG(_PenaltyMinimax):
     def step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
         a, b, c = self.a, self.b, self.c
         z_w, z_p = state.z_w, state.z_p
-        w = state.x - self.eta_w * z_w / (math.sqrt(float(np.linalg.norm(z_w))) + c)  # Alg. 1 l.5
-        p_hat = project_simplex_dense(state.p + (self.eta_p / (math.sqrt(float(np.linalg.norm(z_p))) + c)) * z_p)  # l.6
+        w = state.x - (self.eta_w / (math.sqrt(_norm(z_w)) + c)) * z_w  # Alg. 1 l.5
+        p_hat = project_simplex_dense(state.p + (self.eta_p / (math.sqrt(_norm(z_p)) + c)) * z_p)  # Alg. 1 l.6
         p = (1.0 - a) * state.p + a * p_hat  # Alg. 1 l.7
         M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.9, l.11
         M2 = sample_dense(p, rng.random(self.M2))  # Alg. 1 l.10
@@ -318,10 +334,21 @@ class ADSZOG(_PenaltyMinimax):
         z_w = (1.0 - b) * z_w + b * G  # Alg. 1 l.14
         z_p = (1.0 - b) * z_p + b * self.z_p_of(p, H)  # Alg. 1 l.15
         t = state.t + 1
-        if t % 32 == 0:
-            flush(p)
-            flush(z_p)
+        if t % _FLUSH_EVERY == 0:
+            self.flush(p, z_p)
         return ADSZOGState(x=w, p=p, z_w=z_w, z_p=z_p, t=t)
+
+    def flush(self, p: Array, z_p: Array) -> None:
+        """Zero the entries of ``p`` and ``z_p`` that would turn subnormal before the next flush.
+
+        Between two flushes an entry shrinks at most by ``min(1-a, 1-b)^16`` (pure decay), so
+        entries below ``FLUSH / min(1-a, 1-b)^16`` (capped at 1e-200) are set to zero; the lost
+        mass is below ``m * 1e-200``.
+        """
+        decay = min(1.0 - self.a, 1.0 - self.b) ** _FLUSH_EVERY
+        threshold = min(FLUSH / decay, 1e-200) if decay > 0 else 1e-200
+        p[p < threshold] = 0.0
+        z_p[np.abs(z_p) < threshold] = 0.0
 
     def outputs(self, state: ADSZOGState) -> dict[str, Array]:
         return {"x": state.x, "p": state.p}
