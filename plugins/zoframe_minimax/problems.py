@@ -75,7 +75,8 @@ class NCSC:
     ``y*(x) = Proj_Y((B x + c) / tau)`` for every Y here (``f`` is isotropic in y), hence
     ``g(x) = w(x) + y*^T (B x + c) - tau/2 ||y*||^2`` and ``grad g(x) = w'(x) + B^T y*(x)``.
     ``g`` is nonconvex when ``d2 < d1`` and bounded below. ``n > 1`` adds sample noise (``noise``)
-    for the stochastic solvers.
+    for the stochastic solvers. ``c ~ N(0, I)``; ``offset_norm`` rescales it to a fixed norm, which
+    keeps the landscape comparable across dimensions (complexity studies).
     """
 
     kind: ClassVar[str] = "minimax"
@@ -86,6 +87,7 @@ class NCSC:
     n: int = 1
     noise: float = 0.5
     y_set_name: str | None = None
+    offset_norm: float | None = None
     seed: int = 0
     name: str = "ncsc"
     dim: int = field(init=False)
@@ -115,6 +117,10 @@ class NCSC:
         a = self.noise * rng.standard_normal((self.n, self.d1))
         a -= a.mean(axis=0)
         c0 = rng.standard_normal(self.d2)
+        if self.offset_norm is not None:
+            if not self.offset_norm >= 0:
+                raise InvalidInputError(f"ncsc: offset_norm must be >= 0, got {self.offset_norm!r}")
+            c0 *= self.offset_norm / np.linalg.norm(c0)
         ci = c0 + self.noise * rng.standard_normal((self.n, self.d2))
         x0 = 3.0 * rng.standard_normal(self.d1)
         y_set = y_set_by_name(self.y_set_name, self.d2)
