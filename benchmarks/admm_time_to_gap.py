@@ -1,0 +1,41 @@
+"""Time each composite solver needs to reach a fixed objective gap on the fused-lasso problems.
+
+Huang, Gao, Chen & Huang (IJCAI 2019), Figure 1: the six solvers of ``zoframe_admm`` run under the same
+CPU-time budget on the graph-guided fused-lasso problem of each dataset. The gap is measured against
+the smallest objective any solver reached. Prints ONE final line of JSON::
+
+    python benchmarks/admm_time_to_gap.py --datasets 20news a9a w8a --seconds 20 --gap 1e-4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def main() -> None:
+    from zoframe_admm.reproduce import run_fused, time_to_gap
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="+", default=["20news", "a9a", "w8a"])
+    ap.add_argument("--seconds", type=float, default=20.0, help="CPU seconds per solver and dataset")
+    ap.add_argument("--n-samples", type=int, default=None, help="subsample each dataset before the split")
+    ap.add_argument("--gap", type=float, nargs="+", default=[1e-3, 1e-4, 1e-5])
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    out: dict[str, object] = {"seconds_per_run": args.seconds, "n_samples": args.n_samples, "datasets": {}}
+    for ds in args.datasets:
+        traces = run_fused(ds, seconds=args.seconds, n_samples=args.n_samples, seed=args.seed, progress=False)
+        entry: dict[str, object] = {}
+        for gap in args.gap:
+            f_ref, times = time_to_gap(traces, gap)
+            reached = {k: v for k, v in times.items() if v is not None}
+            entry[f"{gap:g}"] = {"seconds": times, "winner": min(reached, key=lambda k: reached[k]) if reached else None}
+            entry["f_ref"] = f_ref
+        entry["final_test_loss"] = {k: float(t["test_loss"][-1]) for k, t in traces.items()}
+        out["datasets"][ds] = entry  # type: ignore[index]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
