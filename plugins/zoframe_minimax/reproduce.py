@@ -12,7 +12,9 @@ Solvers and settings of section 5:
 * SGDA and SGDMSA (first order) with the same steps and ``|M| = 1/eps^2`` samples.
 
 Each run records ``f(x_s, y_s)``, ``g(x_s)`` and ``||grad g(x_s)||`` (exact, closed-form ``y*``)
-against iterations and oracle calls; the per-run JSON is written as soon as the run finishes, so an
+against iterations and oracle calls; the plots show ``g(x_s) = max_y f(x_s, y)`` as the objective (the
+function the outer minimisation decreases; ``f(x_s, y_s)`` also depends on how close ``y_s`` is to
+``y*(x_s)`` and is in the JSON/CSV); the per-run JSON is written as soon as the run finishes, so an
 interrupted reproduction resumes where it stopped. The curves are averaged over seeds and written to
 ``curves.json`` / ``curves.csv``, the final values to ``summary.json``, the plots to
 ``figure1.png`` and ``figure1_<dataset>.png``.
@@ -203,11 +205,12 @@ def plot(out: Path, curves: Mapping[str, Any], eps: float) -> list[Path]:
         for solver, c in curves[dataset].items():
             color, ls = STYLES.get(solver, ("k", "-"))
             lab = LABELS.get(solver, solver)
-            it, calls = np.asarray(c["iteration"]), np.maximum(np.asarray(c["calls"]), 1.0)
-            for ax, xs, key in ((axes[0], it, "fun"), (axes[1], it, "grad_g_norm"),
-                                (axes[2], calls, "fun"), (axes[3], calls, "grad_g_norm")):
-                ax.plot(xs, c[f"{key}_mean"], color=color, ls=ls, label=lab)
-        titles = ("objective f(x, y)", "||grad g(x)||", "objective f(x, y)", "||grad g(x)||")
+            it, calls = np.asarray(c["iteration"]), np.asarray(c["calls"])
+            paid = calls > 0  # log axis: the start (no call yet) is left out
+            for ax, xs, key, keep in ((axes[0], it, "g", slice(None)), (axes[1], it, "grad_g_norm", slice(None)),
+                                      (axes[2], calls, "g", paid), (axes[3], calls, "grad_g_norm", paid)):
+                ax.plot(xs[keep], np.asarray(c[f"{key}_mean"])[keep], color=color, ls=ls, label=lab)
+        titles = ("objective g(x) = max_y f(x, y)", "||grad g(x)||") * 2
         for j, ax in enumerate(axes):
             ax.set_title(f"{dataset}: {titles[j]}", fontsize=9)
             ax.set_xlabel("iteration" if j < 2 else "oracle calls (ZO: values, FO: gradients)", fontsize=8)
