@@ -6,7 +6,9 @@ The bare loop works on the problem's arrays directly (no oracle, no dataclasses,
 and uses the same numerical kernels (Michelot projection, two-level inverse-CDF sampling), so
 the ratio measures what the framework costs per iteration.
 
-Prints one final JSON line with ``<problem>_ratio`` (zoframe time / bare time per iteration),
+Prints one final JSON line with ``<problem>_ratio`` (zoframe ``adszog`` with its default
+``p_form="auto"`` time / bare time per iteration), ``<problem>_dense_ratio`` (zoframe with
+``p_form="dense"``, the same dense vector work as the bare loop: the framework's own overhead),
 the iterations per second of each, and m.
 
     python benchmarks/dszog_vs_bare.py [--iters 2000] [--repeats 3]
@@ -110,8 +112,8 @@ def bare_adszog(prob: PairwiseProblem, iters: int, seed: int) -> tuple[float, np
     return (time.perf_counter() - t0) / iters, w
 
 
-def zoframe_adszog(prob: PairwiseProblem, iters: int, seed: int) -> tuple[float, np.ndarray]:
-    res = zoframe.minimize(prob, "adszog", rng=seed, max_iter=iters, record_every=iters, **PARAMS)
+def zoframe_adszog(prob: PairwiseProblem, iters: int, seed: int, p_form: str = "auto") -> tuple[float, np.ndarray]:
+    res = zoframe.minimize(prob, "adszog", rng=seed, max_iter=iters, record_every=iters, p_form=p_form, **PARAMS)
     sec = res.trace["seconds"]
     return float(sec[-1] - sec[0]) / iters, res.x
 
@@ -124,19 +126,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     problems = {"breast_cancer": pairwise("breast-cancer"), "a9a": pairwise("a9a")}
     out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats}
     for key, prob in problems.items():
-        zs, bs = [], []
+        zs, zds, bs = [], [], []
         with threadpool_limits(limits=1, user_api="blas"):
             for rep in range(args.repeats):  # interleaved, to share the machine's load fairly
                 bs.append(bare_adszog(prob, args.iters, rep)[0])
                 zs.append(zoframe_adszog(prob, args.iters, rep)[0])
-        z, b = float(np.median(zs)), float(np.median(bs))
+                zds.append(zoframe_adszog(prob, args.iters, rep, p_form="dense")[0])
+        z, zd, b = float(np.median(zs)), float(np.median(zds)), float(np.median(bs))
         out[f"{key}_m"] = prob.m
         out[f"{key}_zoframe_it_per_s"] = round(1.0 / z, 1)
         out[f"{key}_bare_it_per_s"] = round(1.0 / b, 1)
         out[f"{key}_zoframe_us_per_it"] = round(z * 1e6, 1)
         out[f"{key}_bare_us_per_it"] = round(b * 1e6, 1)
+        out[f"{key}_dense_us_per_it"] = round(zd * 1e6, 1)
         out[f"{key}_ratio"] = round(z / b, 3)
-        print(f"{key}: m={prob.m} zoframe {z * 1e6:.0f} us/it, bare {b * 1e6:.0f} us/it, ratio {z / b:.3f}", flush=True)
+        out[f"{key}_dense_ratio"] = round(zd / b, 3)
+        print(
+            f"{key}: m={prob.m} zoframe {z * 1e6:.0f} us/it (p_form=dense: {zd * 1e6:.0f}), bare {b * 1e6:.0f} us/it, "
+            f"ratio {z / b:.3f} (dense {zd / b:.3f})",
+            flush=True,
+        )
     print(json.dumps(out))
     return out
 

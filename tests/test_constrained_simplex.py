@@ -109,3 +109,13 @@ def test_flush_removes_subnormals() -> None:
     assert FLUSH == np.finfo(np.float64).tiny
     p = project_simplex_dense(np.array([1.0, 1.0 - 2e-309, -5.0]))
     assert np.all((p == 0) | (p >= FLUSH))
+
+
+def test_huge_values_keep_p_on_the_simplex() -> None:
+    """A diverged run (values ~1e17) must not leave p off the simplex through rounding."""
+    p = project_simplex_dense(np.array([0.0, 1.2e16, 3.0]))
+    np.testing.assert_array_equal(p, [0.0, 1.0, 0.0])
+    support, values, floor = ascent_sparse(
+        np.array([1, 2], dtype=np.intp), np.array([0.5, 0.5]), 0.0, 10, 1.0, Ascent(np.array([3]), np.array([1e17]), 1e-6)
+    )
+    np.testing.assert_array_equal(densify(support, values, floor, 10), np.eye(10)[3])

@@ -81,7 +81,7 @@ def test_p_stays_on_the_simplex_and_finds_the_active_constraints(
 
     def cb(info: zoframe.IterationInfo) -> None:
         if info.iteration % 100 == 0:
-            p = DSZOG().outputs(info.state)["p"] if name == "dszog" else info.state.p
+            p = (DSZOG() if name == "dszog" else ADSZOG()).outputs(info.state)["p"]
             seen.append(np.array(p))
 
     r = zoframe.minimize(prob, name, rng=1, max_iter=1000, M1=16, M2=16, M3=32, record_every=0, callback=cb, **params)
@@ -146,18 +146,26 @@ def test_grad_p_estimator_is_unbiased() -> None:
     assert nz.sum() >= 5
 
 
-def test_dense_and_sparse_p_give_the_same_iterates(convex: tuple[Any, np.ndarray, float]) -> None:
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("dszog", {"beta": 100.0, "eta_w": 0.02}), ("adszog", {"beta": 100.0, "eta_w": 0.02, "a": 0.5, "b": 0.5})],
+)
+def test_dense_and_sparse_p_give_the_same_iterates(
+    convex: tuple[Any, np.ndarray, float], name: str, params: dict[str, Any]
+) -> None:
     prob, _, _ = convex
     runs = {}
+    supports: list[int] = []
     for form in ("dense", "sparse"):
         xs = []
 
         def cb(info: zoframe.IterationInfo) -> None:
             xs.append(np.array(info.x))  # noqa: B023
+            if form == "sparse":  # noqa: B023
+                supports.append(-1 if info.state.p_support is None else len(info.state.p_support))
 
         r = zoframe.minimize(
-            prob, "dszog", rng=7, max_iter=400, M1=16, M2=16, M3=32, beta=100.0, eta_w=0.02,
-            p_form=form, record_every=0, callback=cb,
+            prob, name, rng=7, max_iter=400, M1=16, M2=16, M3=32, p_form=form, record_every=0, callback=cb, **params
         )
         runs[form] = (np.array(xs), r.outputs["p"], r.nfev)
     xd, pd, nd = runs["dense"]
@@ -165,16 +173,18 @@ def test_dense_and_sparse_p_give_the_same_iterates(convex: tuple[Any, np.ndarray
     assert nd == ns
     np.testing.assert_allclose(xs_, xd, rtol=0, atol=1e-10)
     np.testing.assert_allclose(ps, pd, rtol=0, atol=1e-12)
+    assert min(s for s in supports if s >= 0) < prob.m // 4  # the sparse form was really used
 
 
 def test_checkpoint_resume_with_the_sparse_form(tmp_path: Any, convex: tuple[Any, np.ndarray, float]) -> None:
     prob, _, _ = convex
     kw: dict[str, Any] = {"M1": 8, "M2": 8, "M3": 8, "p_form": "sparse", "record_every": 0}
-    straight = zoframe.minimize(prob, "dszog", rng=3, max_iter=30, **kw)
-    zoframe.minimize(prob, "dszog", rng=3, max_iter=15, checkpoint=tmp_path / "ck", **kw)
-    resumed = zoframe.minimize(prob, "dszog", max_iter=30, resume=tmp_path / "ck", **kw)
-    np.testing.assert_array_equal(straight.x, resumed.x)
-    np.testing.assert_array_equal(straight.outputs["p"], resumed.outputs["p"])
+    for name in ("dszog", "adszog"):
+        straight = zoframe.minimize(prob, name, rng=3, max_iter=40, **kw)
+        zoframe.minimize(prob, name, rng=3, max_iter=20, checkpoint=tmp_path / name, **kw)
+        resumed = zoframe.minimize(prob, name, max_iter=40, resume=tmp_path / name, **kw)
+        np.testing.assert_array_equal(straight.x, resumed.x)
+        np.testing.assert_array_equal(straight.outputs["p"], resumed.outputs["p"])
 
 
 # ---------------------------------------------------------------------- bad input

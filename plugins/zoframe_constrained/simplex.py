@@ -41,6 +41,7 @@ runs several times slower.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,12 +50,18 @@ from zoframe.protocols import Array, IntArray
 
 __all__ = [
     "FLUSH",
+    "PZ",
     "Ascent",
     "ascent_dense",
     "ascent_sparse",
     "densify",
     "flush",
     "project_simplex_dense",
+    "pz_average",
+    "pz_ema",
+    "pz_flush",
+    "pz_project",
+    "pz_sample",
     "sample_dense",
     "sample_sparse",
     "simplex_threshold",
@@ -128,15 +135,33 @@ def project_simplex_dense(v: Array) -> Array:
 
 
 def _gains(h: Ascent) -> tuple[IntArray, Array]:
-    """Unique sorted indices of ``h`` with the gains of duplicates summed."""
+    """Sorted distinct indices of ``h`` with the gains of repeated indices summed."""
     idx = np.asarray(h.idx, dtype=np.intp)
     gain = np.asarray(h.gain, dtype=np.float64)
-    uniq, inv = np.unique(idx, return_inverse=True)
-    if uniq.shape[0] == idx.shape[0]:
-        order = np.argsort(idx, kind="stable")
-        return idx[order], gain[order]
-    summed: Array = np.bincount(inv.reshape(-1), weights=gain, minlength=uniq.shape[0]).astype(np.float64)
-    return uniq.astype(np.intp), summed
+    order = np.argsort(idx, kind="stable")
+    idx, gain = idx[order], gain[order]
+    if idx.shape[0] < 2 or bool(np.all(idx[1:] != idx[:-1])):
+        return idx, gain
+    first = np.concatenate([[True], idx[1:] != idx[:-1]])
+    summed: Array = np.add.reduceat(gain, np.flatnonzero(first))
+    return idx[first], summed
+
+
+def _merge(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tuple[IntArray, list[Array]]:
+    """Insert the sorted distinct ``idx`` missing from the sorted ``support``; new slots get the fill values.
+
+    ``O(|support| + |idx| log |support|)`` with ``searchsorted`` and ``np.insert`` (no hashing, no sort
+    of the support).
+    """
+    pos = np.searchsorted(support, idx)
+    if support.shape[0]:
+        present = support[np.minimum(pos, support.shape[0] - 1)] == idx
+    else:
+        present = np.zeros(idx.shape[0], dtype=bool)
+    if present.all():
+        return support, [arr for arr, _ in fills]
+    where = pos[~present]
+    return np.insert(support, where, idx[~present]), [np.insert(arr, where, fill) for arr, fill in fills]
 
 
 def ascent_dense(p: Array, eta: float, h: Ascent) -> Array:
@@ -153,10 +178,7 @@ def ascent_sparse(
     """``Proj_Delta(p + eta H)`` for ``p`` in the floor + support form; returns the new form."""
     idx, gain = _gains(h)
     s = 1.0 - eta * h.lam
-    union = np.union1d(support, idx)
-    v = np.full(union.shape[0], s * floor)
-    if support.shape[0]:
-        v[np.searchsorted(union, support)] = s * values
+    union, (v,) = _merge(support, idx, (s * values, s * floor))
     v[np.searchsorted(union, idx)] += eta * gain
     n_floor = m - union.shape[0]
     if n_floor > 0:
@@ -207,16 +229,16 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     total = floor * m + (float(cum_r[-1]) if r.shape[0] else 0.0)
     t = u * total
     if support.shape[0] == 0:
-        out0: IntArray = np.minimum((t / floor).astype(np.intp), m - 1)
+        out0: IntArray = np.minimum(t / floor, m - 1.0).astype(np.intp)
         return out0
     start = floor * support + (cum_r - r)  # mass of the indices before S_k
     end = start + values
     k = np.searchsorted(start, t, side="right") - 1
     kk = np.maximum(k, 0)
     nxt = np.append(support, m)  # first index of the next support entry (or m)
-    if floor > 0.0:
-        before = np.minimum((t / floor).astype(np.intp), support[0] - 1)
-        gap = support[kk] + 1 + np.floor((t - end[kk]) / floor).astype(np.intp)
+    if floor > 0.0:  # clip in floating point before the cast (t / floor may overflow for a tiny floor)
+        before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
+        gap = support[kk] + 1 + np.clip(np.floor((t - end[kk]) / floor), 0.0, float(m)).astype(np.intp)
         gap = np.minimum(gap, nxt[kk + 1] - 1)
         inside = t < end[kk]
         out = np.where(k < 0, before, np.where(inside, support[kk], gap))
@@ -238,3 +260,93 @@ def sparsify(p: Array) -> tuple[IntArray, Array, float]:
     floor = float(p.min())
     support: NDArray[np.intp] = np.flatnonzero(p > floor).astype(np.intp)
     return support, p[support].copy(), floor
+
+
+# ---------------------------------------------------------------------- ADSZOG: p and z_p together
+@dataclass(frozen=True)
+class PZ:
+    """ADSZOG's ``p`` and ``z_p`` in one form: dense (``support is None``) or floor + support.
+
+    In the floor + support form, the entries outside ``support`` all have ``p_j = p_floor`` and
+    ``z_pj = z_floor``. ADSZOG treats every such entry alike (same projection threshold, same
+    averaging, same moving average) unless ``M3`` gives it a positive gain, so the form is closed
+    under its step: the untouched entries stay one block. The per-step work is
+    ``O(|support| + |M|)``; entries whose ``(p_j, z_pj)`` become equal to the floor again (both
+    flushed to zero) leave the support.
+    """
+
+    p: Array
+    z: Array
+    support: IntArray | None
+    p_floor: float
+    z_floor: float
+    m: int
+
+    def norm_z(self) -> float:
+        """``||z_p||_2``."""
+        extra = 0.0 if self.support is None else (self.m - self.support.shape[0]) * self.z_floor * self.z_floor
+        return math.sqrt(float(self.z @ self.z) + extra)
+
+    def dense_p(self) -> Array:
+        return self.p if self.support is None else densify(self.support, self.p, self.p_floor, self.m)
+
+
+def pz_project(pz: PZ, eta: float) -> PZ:
+    """``p_hat = Proj_Delta(p + eta z_p)`` (returned in the ``p`` slot; ``z`` unchanged)."""
+    v = pz.p + eta * pz.z
+    if pz.support is None:
+        return PZ(project_simplex_dense(v), pz.z, None, 0.0, 0.0, pz.m)
+    n_floor = pz.m - pz.support.shape[0]
+    v_floor = pz.p_floor + eta * pz.z_floor
+    if n_floor > 0 and v.shape[0] > 0:
+        tau = simplex_threshold(np.append(v, v_floor), np.append(np.ones_like(v), float(n_floor)))
+    elif n_floor > 0:
+        tau = simplex_threshold(np.array([v_floor]), np.array([float(n_floor)]))
+    else:
+        tau = simplex_threshold(v)
+    p_hat = v - tau
+    p_hat[p_hat < FLUSH] = 0.0
+    floor = v_floor - tau
+    return PZ(p_hat, pz.z, pz.support, floor if floor >= FLUSH else 0.0, pz.z_floor, pz.m)
+
+
+def pz_average(pz: PZ, p_hat: PZ, a: float) -> PZ:
+    """``p <- (1 - a) p + a p_hat``."""
+    return PZ((1.0 - a) * pz.p + a * p_hat.p, pz.z, pz.support, (1.0 - a) * pz.p_floor + a * p_hat.p_floor, pz.z_floor, pz.m)
+
+
+def pz_sample(pz: PZ, u: Array) -> IntArray:
+    """``M2 ~ p`` by inverse CDF (both forms give the same indices up to rounding)."""
+    if pz.support is None:
+        return sample_dense(pz.p, u)
+    return sample_sparse(pz.support, pz.p, pz.p_floor, pz.m, u)
+
+
+def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
+    """``z_p <- (1 - b) z_p + b H`` with ``H = -lambda p + sum_{j in M3} e_j gain_j`` (M3 distinct)."""
+    if pz.support is None:
+        z = (1.0 - b) * pz.z + b * (-h.lam * pz.p)
+        z[h.idx] += b * h.gain
+        return PZ(pz.p, z, None, 0.0, 0.0, pz.m)
+    positive = h.gain > 0.0
+    order = np.argsort(h.idx[positive])
+    gained, gain = h.idx[positive][order], h.gain[positive][order]
+    # entries leaving the floor block start from the floor values
+    support, (p, z) = _merge(pz.support, gained, (pz.p, pz.p_floor), (pz.z, pz.z_floor))
+    z = (1.0 - b) * z + b * (-h.lam * p)
+    z[np.searchsorted(support, gained)] += b * gain
+    z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
+    return PZ(p, z, support, pz.p_floor, z_floor, pz.m)
+
+
+def pz_flush(pz: PZ, threshold: float) -> PZ:
+    """Zero the entries below ``threshold`` in magnitude; drop support entries equal to the floor."""
+    p, z = pz.p.copy(), pz.z.copy()
+    p[p < threshold] = 0.0
+    z[np.abs(z) < threshold] = 0.0
+    p_floor = pz.p_floor if pz.p_floor >= threshold else 0.0
+    z_floor = pz.z_floor if abs(pz.z_floor) >= threshold else 0.0
+    if pz.support is None:
+        return PZ(p, z, None, 0.0, 0.0, pz.m)
+    keep = (p != p_floor) | (z != z_floor)
+    return PZ(p[keep], z[keep], pz.support[keep], p_floor, z_floor, pz.m)

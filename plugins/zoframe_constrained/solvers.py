@@ -35,11 +35,17 @@ from zoframe.solver import SolverBase, check_batch, check_int, check_open_unit, 
 from zoframe.specs import param
 from zoframe_constrained.simplex import (
     FLUSH,
+    PZ,
     Ascent,
     ascent_dense,
     ascent_sparse,
     densify,
     project_simplex_dense,
+    pz_average,
+    pz_ema,
+    pz_flush,
+    pz_project,
+    pz_sample,
     sample_dense,
     sample_sparse,
     sparsify,
@@ -253,13 +259,25 @@ class DSZOG(_PenaltyMinimax):
 # ====================================================================== ADSZOG
 @dataclass(frozen=True)
 class ADSZOGState:
-    """What ADSZOG carries: ``w``, ``p`` (dense) and the moving averages ``z_w``, ``z_p``; ``t`` counts steps."""
+    """What ADSZOG carries: ``w``, ``p``, the moving averages ``z_w``, ``z_p``; ``t`` counts steps.
+
+    ``p_support is None``: ``p`` and ``z_p`` are dense. Otherwise they hold the values on the sorted
+    indices ``p_support`` and every other entry has ``p_j = p_floor``, ``z_pj = z_floor``
+    (:class:`zoframe_constrained.simplex.PZ`).
+    """
 
     x: Array
     p: Array
     z_w: Array
     z_p: Array
     t: int
+    p_support: IntArray | None
+    p_floor: float
+    z_floor: float
+    m: int
+
+    def pz(self) -> PZ:
+        return PZ(self.p, self.z_p, self.p_support, self.p_floor, self.z_floor, self.m)
 
 
 @dataclass(frozen=True)
@@ -289,66 +307,77 @@ class ADSZOG(_PenaltyMinimax):
     box, and as ``sqrt(||z||_2) + c`` in eq. (14); we use ``sqrt(||z||_2) + c`` (eq. 14) for both
     ``w`` and ``p``.
 
-    ``p`` and ``z_p`` are dense: unlike DSZOG's step, the averaging of l.7 and the ``-lambda p`` term
-    of ``z_p`` give every entry its own two-dimensional linear history (no exact sublinear form
-    exists: which entries leave the projection's zero set is a half-plane query on (p_j, z_pj)), so
-    this path keeps ``O(m)`` numpy passes (a sort-free projection, one cumulative sum for sampling)
-    and zeroes the entries of ``p`` and ``z_p`` about to turn subnormal every 16 steps (:meth:`flush`).
+    ``p_form``: ``"dense"`` keeps ``p`` and ``z_p`` as ``m``-vectors; ``"sparse"`` keeps them in
+    the floor + support form (:class:`~zoframe_constrained.simplex.PZ`): the entries that no
+    positive gain of ``M3`` has touched share one value of ``p`` and one of ``z_p``, which the
+    projection, the averaging and the moving average all treat alike, so a step costs
+    ``O(|support| + |M|)`` and gives the same iterates as the dense form up to rounding. The
+    support holds the entries touched within the memory of the averages (about
+    ``log(1e-300) / log(1 - min(a, b))`` steps); when it exceeds ``m / 4`` the state switches to
+    the dense form (exactly the same values). ``"auto"``: sparse from ``m >= 20000``. Every 16
+    steps the entries about to turn subnormal are zeroed (:meth:`flush`).
     """
 
     a: float = param(0.9, symbol="a", doc="averaging weight of the projected point, in (0, 1)")
     b: float = param(0.9, symbol="b", doc="weight of the new estimate in the moving averages, in (0, 1)")
     c: float = param(1e-8, symbol="c", doc="constant in the adaptive denominator sqrt(||z||) + c")
+    p_form: PForm = param("auto", doc="storage of p and z_p: 'auto', 'dense' or 'sparse'")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_open_unit("a", self.a, "a")
         check_open_unit("b", self.b, "b")
         check_positive("c", self.c, "c")
-
-    def z_p_of(self, p: Array, H: Ascent) -> Array:
-        """``H`` as a dense vector: ``-lambda p`` plus the gains on ``M3``."""
-        h = -H.lam * p
-        h[H.idx] += H.gain  # M3 is drawn without replacement: no repeated index
-        return h
+        if self.p_form not in ("auto", "dense", "sparse"):
+            raise InvalidParameterError(f"p_form must be 'auto', 'dense' or 'sparse', got {self.p_form!r}")
 
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADSZOGState:
+        m = oracle.m
         w = np.array(x0, dtype=np.float64, copy=True)  # Alg. 1 l.1
         p = self.p_star(oracle, w)  # Alg. 1 l.2
+        if self.p_form == "sparse" or (self.p_form == "auto" and m >= SPARSE_AUTO_M):
+            support, values, floor = sparsify(p)
+            pz = PZ(values, np.zeros_like(values), support, floor, 0.0, m)
+        else:
+            pz = PZ(p, np.zeros(m), None, 0.0, 0.0, m)
         M1, M3 = self.batches(oracle, rng)
-        M2 = sample_dense(p, rng.random(self.M2))
-        z_w = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.3
-        z_p = self.z_p_of(p, self.H(oracle, w, M3))  # Alg. 1 l.3
-        return ADSZOGState(x=w, p=p, z_w=z_w, z_p=z_p, t=0)
+        z_w = self.G_L(oracle, w, M1, pz_sample(pz, rng.random(self.M2)), rng)  # Alg. 1 l.3
+        pz = pz_ema(pz, self.H(oracle, w, M3), 1.0)  # Alg. 1 l.3: z_p = H(w_1, p_1)
+        return self._state(w, pz, z_w, 0)
 
     def step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
         a, b, c = self.a, self.b, self.c
-        z_w, z_p = state.z_w, state.z_p
-        w = state.x - (self.eta_w / (math.sqrt(_norm(z_w)) + c)) * z_w  # Alg. 1 l.5
-        p_hat = project_simplex_dense(state.p + (self.eta_p / (math.sqrt(_norm(z_p)) + c)) * z_p)  # Alg. 1 l.6
-        p = (1.0 - a) * state.p + a * p_hat  # Alg. 1 l.7
+        pz = state.pz()
+        w = state.x - (self.eta_w / (math.sqrt(_norm(state.z_w)) + c)) * state.z_w  # Alg. 1 l.5
+        p_hat = pz_project(pz, self.eta_p / (math.sqrt(pz.norm_z()) + c))  # Alg. 1 l.6
+        pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
         M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.9, l.11
-        M2 = sample_dense(p, rng.random(self.M2))  # Alg. 1 l.10
+        M2 = pz_sample(pz, rng.random(self.M2))  # Alg. 1 l.10
         G = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.12 (l.8: directions drawn here)
         H = self.H(oracle, w, M3)  # Alg. 1 l.13
-        z_w = (1.0 - b) * z_w + b * G  # Alg. 1 l.14
-        z_p = (1.0 - b) * z_p + b * self.z_p_of(p, H)  # Alg. 1 l.15
+        z_w = (1.0 - b) * state.z_w + b * G  # Alg. 1 l.14
+        pz = pz_ema(pz, H, b)  # Alg. 1 l.15
         t = state.t + 1
         if t % _FLUSH_EVERY == 0:
-            self.flush(p, z_p)
-        return ADSZOGState(x=w, p=p, z_w=z_w, z_p=z_p, t=t)
+            pz = pz_flush(pz, self.flush_threshold())
+        return self._state(w, pz, z_w, t)
 
-    def flush(self, p: Array, z_p: Array) -> None:
-        """Zero the entries of ``p`` and ``z_p`` that would turn subnormal before the next flush.
+    def _state(self, w: Array, pz: PZ, z_w: Array, t: int) -> ADSZOGState:
+        if pz.support is not None and pz.support.shape[0] > pz.m // 4:  # no longer sparse: go dense
+            pz = PZ(pz.dense_p(), densify(pz.support, pz.z, pz.z_floor, pz.m), None, 0.0, 0.0, pz.m)
+        return ADSZOGState(
+            x=w, p=pz.p, z_w=z_w, z_p=pz.z, t=t, p_support=pz.support, p_floor=pz.p_floor, z_floor=pz.z_floor, m=pz.m
+        )
+
+    def flush_threshold(self) -> float:
+        """Entries of ``p`` and ``z_p`` below this are zeroed every 16 steps.
 
         Between two flushes an entry shrinks at most by ``min(1-a, 1-b)^16`` (pure decay), so
-        entries below ``FLUSH / min(1-a, 1-b)^16`` (capped at 1e-200) are set to zero; the lost
-        mass is below ``m * 1e-200``.
+        entries below ``FLUSH / min(1-a, 1-b)^16`` (capped at 1e-200) would turn subnormal before
+        the next flush; the mass lost is below ``m * 1e-200``.
         """
         decay = min(1.0 - self.a, 1.0 - self.b) ** _FLUSH_EVERY
-        threshold = min(FLUSH / decay, 1e-200) if decay > 0 else 1e-200
-        p[p < threshold] = 0.0
-        z_p[np.abs(z_p) < threshold] = 0.0
+        return min(FLUSH / decay, 1e-200) if decay > 0 else 1e-200
 
     def outputs(self, state: ADSZOGState) -> dict[str, Array]:
-        return {"x": state.x, "p": state.p}
+        return {"x": state.x, "p": state.pz().dense_p()}
