@@ -27,13 +27,20 @@ import numpy as np
 
 SOLVERS = ("zo-svrg-admm", "zo-saga-admm", "zo-admm", "zo-sgd-admm", "zo-prox-svrg", "zo-prox-saga")
 ADMM = SOLVERS[:4]
-#: step sizes used for every dataset (the paper gives b and mu only): ADMM rho = 0.1, eta = 5
-#: (effective x-step eta / r), proximal baselines eta = 0.5; chosen on a 20news pilot run.
-FUSED_PARAMS: dict[str, dict[str, Any]] = {
-    **{s: {"rho": 0.1, "eta": 5.0, "b": 20, "rank_check": "ignore"} for s in ADMM},
-    "zo-prox-svrg": {"eta": 0.5, "b": 20},
-    "zo-prox-saga": {"eta": 0.5, "b": 20},
-}
+
+
+def fused_params(L: float, sigma_a: float) -> dict[str, dict[str, Any]]:
+    """Step sizes from the smoothness ``L`` of the loss (the paper gives only ``b`` and ``mu``).
+
+    Every solver takes the same effective x-step ``0.5 / L``: the proximal baselines ``eta = 0.5 / L``;
+    the ADMM solvers ``rho = L / sigma_max(A^T A)`` and ``eta = 1.01 / L``, so that
+    ``r = rho eta sigma_max(A^T A) + 1.01 = 2.02`` and ``eta / r = 0.5 / L``.
+    """
+    admm = {"rho": L / sigma_a, "eta": 1.01 / L, "b": 20, "rank_check": "ignore"}
+    prox = {"eta": 0.5 / L, "b": 20}
+    return {**{s: dict(admm) for s in ADMM}, "zo-prox-svrg": dict(prox), "zo-prox-saga": dict(prox)}
+
+
 ATTACK_PARAMS: dict[str, dict[str, Any]] = {
     **{s: {"rho": 1.0, "eta": 0.02, "b": 4, "rank_check": "ignore"} for s in ADMM},
     "zo-prox-svrg": {"eta": 0.02, "b": 4},
@@ -69,11 +76,12 @@ def run_fused(dataset: str, *, seconds: float, n_samples: int | None, seed: int,
     from zoframe_admm.problems import FusedLasso
 
     prob = FusedLasso(dataset, n_samples=n_samples, seed=seed)
+    params = fused_params(prob.smoothness(), float(np.linalg.eigvalsh(prob.A.T @ prob.A)[-1]))
     out: dict[str, dict[str, np.ndarray]] = {}
     for name in SOLVERS:
         every = 1 if name == "zo-admm" else 20
         res = zoframe.minimize(prob, name, rng=seed, max_time=seconds, record_every=every, progress=progress,
-                               **FUSED_PARAMS[name])
+                               **params[name])
         out[name] = {k: np.asarray(res.trace[k]) for k in res.trace.names}
     return out
 
