@@ -3,8 +3,8 @@
 Pairwise constraints on the synthetic ``gen`` set (d = 50): ``n_samples = 4 sqrt(m)`` samples give
 a training split of about ``sqrt(m)`` positives x ``sqrt(m)`` negatives, i.e. m = 10^3 .. 10^6
 constraints, while every per-iteration batch (q = 10, |M1| = |M2| = |M3| = 128) stays the same.
-``dszog`` stores p in the sparse floor + support form from m = 20,000 (``p_form="auto"``);
-``adszog`` is dense (no exact sublinear form exists for its averaging, see its docstring). Also
+``dszog`` stores p in the sparse floor + support form from m = 10,000 (``p_form="auto"``);
+``adszog`` likewise (its p and z_p share one floor + support form, see its docstring). Also
 timed: one evaluation of all m constraints at one point (what a projection baseline needs at
 least once per iteration).
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats, "d": 50}
     for m_target in (int(float(s)) for s in args.ms.split(",")):
-        prob = pairwise("gen", n_samples=int(round(4 * math.sqrt(m_target))), seed=0)
+        prob = pairwise("gen", n_samples=round(4 * math.sqrt(m_target)), seed=0)
         key = f"{m_target:.0e}".replace("+0", "").replace("+", "")
         with threadpool_limits(limits=1, user_api="blas"):
             ds, ads, alls = [], [], []

@@ -57,7 +57,7 @@ __all__ = ["ADSZOG", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState"]
 _FLUSH_EVERY = 16
 
 #: ``p_form="auto"`` uses the sparse floor + support form of p from this many constraints on
-SPARSE_AUTO_M = 20_000
+SPARSE_AUTO_M = 10_000
 
 PForm = Literal["auto", "dense", "sparse"]
 
@@ -204,7 +204,7 @@ class DSZOG(_PenaltyMinimax):
 
     ``p_form`` chooses how p is stored: ``"dense"`` (an ``m``-vector, ``O(m)`` per step),
     ``"sparse"`` (floor + support, ``O(|support| + |M|)`` per step, the same iterates up to
-    rounding) or ``"auto"`` (sparse from ``m >= 20000``). ``outputs()`` reports ``x`` and the final
+    rounding) or ``"auto"`` (sparse from ``m >= 10000``). ``outputs()`` reports ``x`` and the final
     ``p``: its largest entries are the constraints that were hardest to satisfy.
     """
 
@@ -314,7 +314,7 @@ class ADSZOG(_PenaltyMinimax):
     ``O(|support| + |M|)`` and gives the same iterates as the dense form up to rounding. The
     support holds the entries touched within the memory of the averages (about
     ``log(1e-300) / log(1 - min(a, b))`` steps); when it exceeds ``m / 4`` the state switches to
-    the dense form (exactly the same values). ``"auto"``: sparse from ``m >= 20000``. Every 16
+    the dense form (exactly the same values). ``"auto"``: sparse from ``m >= 10000``. Every 16
     steps the entries about to turn subnormal are zeroed (:meth:`flush`).
     """
 
