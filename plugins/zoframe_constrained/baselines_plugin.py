@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from zoframe import hookimpl
-from zoframe.specs import SolverSpec
+from zoframe.specs import ReproductionSpec, SolverSpec
 from zoframe_constrained.baselines import ZOPSGD, ZOSCGD, AccSZOFW, AccZOMDA
 
 _KINDS = frozenset({"constrained"})
@@ -50,4 +50,19 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
             problem_kinds=_KINDS,
             contract_params={**_SMOKE, "eta": 0.05, "R": 5.0, "period": 5},
         ),
+    ]
+
+
+@hookimpl
+def zoframe_reproductions() -> Sequence[ReproductionSpec]:
+    from zoframe_constrained.reproduce import add_arguments, run
+
+    return [
+        ReproductionSpec(
+            "dszog",
+            "DSZOG paper: Table 2 (pairwise), 3 (fairness), 10 (RBF kernel), sensitivity tables; Figures 1-3",
+            "Shi, Gao & Gu, Gradient-free method for heavily constrained nonconvex optimization, ICML 2022",
+            add_arguments,
+            run,
+        )
     ]
