@@ -283,3 +283,56 @@ def test_wrong_constraint_shape_is_reported() -> None:
     )
     with pytest.raises(zoframe.ShapeError, match="shape"):
         zoframe.minimize(prob, "adszog", rng=0, max_iter=2, M1=2, M2=3, M3=3)
+
+
+# ---------------------------------------------------------------------- ending feasible
+@pytest.mark.parametrize(("name", "params"), SOLVERS)
+def test_feasibility_restoration_ends_within_tolerance(
+    convex: tuple[Any, np.ndarray, float], name: str, params: dict[str, Any]
+) -> None:
+    """Median over 5 seeds: 1500 penalty steps + restoration end with max violation <= 1e-4 over ALL
+    constraints (the problem's full pass) and an objective gap still <= 0.02."""
+    prob, _, f_star = convex
+    viols, gaps = [], []
+    for seed in SEEDS:
+        r = zoframe.minimize(
+            prob, name, rng=seed, max_iter=2500, M1=16, M2=16, M3=32, record_every=0,
+            restore_after=1500, violation_tol=1e-4, **params,
+        )  # fmt: skip
+        assert r.status is zoframe.Status.CONVERGED and r.message.startswith("feasible"), r.message
+        assert "full pass" in r.message
+        assert r.nit < 1500 + 10  # restoration is a few rounds, not a slow crawl
+        assert float(r.outputs["max_violation"]) <= 1e-4
+        assert float(r.outputs["violation_checked"]) == prob.m
+        viols.append(r.measures["max_violation"])
+        gaps.append(abs(r.fun - f_star))
+    assert np.median(viols) <= 1e-4
+    assert np.median(gaps) <= 0.02
+
+
+def test_restoration_with_sampled_checks_says_so(convex: tuple[Any, np.ndarray, float]) -> None:
+    prob, _, _ = convex
+    r = zoframe.minimize(
+        prob, "adszog", rng=0, max_iter=1000, M1=16, M2=16, M3=32, record_every=0, beta=100.0,
+        restore_after=500, violation_tol=1e-3, restore_sample=100,
+    )  # fmt: skip
+    assert "sampled: 100 constraints" in r.message
+    assert float(r.outputs["violation_checked"]) == 100
+    assert r.nfev_by_purpose["restore"] > 0
+
+
+def test_restoration_gives_up_after_restore_rounds() -> None:
+    """Infeasible constraints (x <= -1 and x >= 1): restoration stops and says the violation left."""
+    prob = zoframe.Constrained(
+        lambda X: (X**2).sum(1), lambda X, idx: np.stack([X[:, 0] + 1, 1 - X[:, 0]], axis=1)[:, idx],
+        m=2, x0=np.zeros(1), convex_constraints=True,
+    )  # fmt: skip
+    r = zoframe.minimize(prob, "dszog", rng=0, max_iter=100, M1=1, M2=2, M3=2, restore_after=5, restore_rounds=3)
+    assert r.nit == 8
+    assert r.message.startswith("feasibility restoration stopped after 3 rounds")
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"restore_after": -1}, "restore_after"), ({"violation_tol": 0.0}, "violation_tol"), ({"restore_sample": 0}, "restore_sample")])
+def test_bad_restoration_parameters(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(InvalidParameterError, match=match):
+        DSZOG(**kwargs)

@@ -21,14 +21,16 @@ ICML 2022 (Algorithm 1, with EMA and adaptive steps: ``adszog`` here) and the sa
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 import functools
 import math
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
 from zoframe.errors import IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
+from zoframe.estimators import CoordinateEstimator
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, Estimator, IntArray
 from zoframe.solver import SolverBase, check_batch, check_int, check_open_unit, check_positive
@@ -60,6 +62,7 @@ _FLUSH_EVERY = 16
 SPARSE_AUTO_M = 10_000
 
 PForm = Literal["auto", "dense", "sparse"]
+StateT = TypeVar("StateT")
 
 
 def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
@@ -93,8 +96,20 @@ class _PenaltyMinimax(SolverBase):
     M2: int = param(128, symbol="|M2|", doc="constraint batch drawn i.i.d. from p (with replacement)")
     M3: int = param(128, symbol="|M3|", doc="constraint batch, uniform without replacement (<= m)")
     estimator: Estimator | None = param(None, doc="gradient estimator (default: gaussian(q, mu))")
+    restore_after: int | None = param(None, doc="steps before the feasibility-restoration phase (None: never)")
+    violation_tol: float = param(1e-3, symbol="eps_f", doc="restoration ends when max_j f_j(w) <= this")
+    restore_sample: int | None = param(None, doc="constraints checked per restoration round (None: all m)")
+    restore_rounds: int = param(50, doc="at most this many restoration rounds")
+    restore_mu: float = param(1e-6, doc="central-difference step of the constraint gradients in restoration")
 
     def __post_init__(self) -> None:
+        if self.restore_after is not None:
+            check_int("restore_after", self.restore_after, minimum=0)
+        if self.restore_sample is not None:
+            check_int("restore_sample", self.restore_sample)
+        check_positive("violation_tol", self.violation_tol)
+        check_int("restore_rounds", self.restore_rounds)
+        check_positive("restore_mu", self.restore_mu)
         check_positive("eta_w", self.eta_w, "eta_w")
         check_positive("eta_p", self.eta_p, "eta_p")
         check_positive("beta", self.beta, "beta")
@@ -166,6 +181,68 @@ class _PenaltyMinimax(SolverBase):
         M3 = rng.choice(oracle.m, size=self.M3, replace=False)
         return M1.astype(np.intp), M3.astype(np.intp)
 
+    # ------------------------------------------------------------------ ending feasible
+    def restoring(self, state: Any) -> bool:
+        """Whether the penalty steps are over and the feasibility-restoration phase runs."""
+        return self.restore_after is not None and int(state.t) >= self.restore_after
+
+    def restore(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
+        """One round of the feasibility restoration (after ``restore_after`` penalty steps).
+
+        The penalty iterates end slightly infeasible (the violation of the penalised minimiser is
+        about ``sum(alpha*) / (2 beta)``). Each round:
+
+        R1. evaluate the constraints at ``w``: all ``m`` (``restore_sample=None``, an exact max
+            violation) or a uniform sample (then the max violation is a sampled one); if the max
+            violation is ``<= violation_tol``, keep ``w``: ``terminate`` reports it, with how it was
+            measured;
+        R2. take the nearly active constraints ``f_j(w) > -violation_tol``, at most ``dim`` of them
+            (the largest);
+        R3. their gradients by central differences (one batched call, ``2 dim`` points);
+        R4. the minimum-norm step ``delta`` with ``f_j(w) + grad f_j . delta = -violation_tol / 2``
+            for those ``j`` (least squares): a Gauss-Newton projection onto them, exact in one round
+            for linear constraints.
+
+        ``w`` moves as little as the constraints require, so the objective changes little; ``p``
+        (and ADSZOG's averages) are kept. At most ``restore_rounds`` rounds.
+        """
+        w = state.x  # type: ignore[attr-defined]
+        sample = self.restore_sample
+        idx = None if sample is None or sample >= oracle.m else np.sort(rng.choice(oracle.m, size=sample, replace=False))
+        f = _finite(oracle.constraints(w, idx, purpose="restore")[0], oracle, "in the restoration")  # R1
+        ids = np.arange(oracle.m) if idx is None else idx
+        violation = max(float(f.max()), 0.0)
+        done = {"violation": violation, "checked": int(ids.shape[0]), "rounds": int(state.rounds) + 1}  # type: ignore[attr-defined]
+        if violation <= self.violation_tol:
+            return dataclasses.replace(state, **done)  # type: ignore[type-var]
+        near = np.flatnonzero(f > -self.violation_tol)  # R2
+        if near.shape[0] > oracle.dim:
+            near = near[np.argpartition(-f[near], oracle.dim - 1)[: oracle.dim]]
+        V = ids[near]
+        coord = CoordinateEstimator(mu=self.restore_mu)
+        grads = coord.estimate(lambda X: oracle.constraints(X, V, purpose="restore"), w, rng, per_component=True)  # R3
+        G = np.asarray(grads.per_component).reshape(V.shape[0], oracle.dim)
+        delta = np.linalg.lstsq(G, -(f[near] + 0.5 * self.violation_tol), rcond=None)[0]  # R4
+        return dataclasses.replace(state, x=w + delta, **done)  # type: ignore[type-var]
+
+    def terminate(self, state: Any) -> str | None:
+        if int(state.rounds) == 0:
+            return None
+        how = "full pass over all constraints" if state.checked == getattr(state, "m", -1) else f"sampled: {state.checked} constraints"
+        if state.violation <= self.violation_tol:
+            return f"feasible: max violation {state.violation:.3g} <= {self.violation_tol:g} ({how}) after {state.rounds} restoration round(s)"
+        if int(state.rounds) >= self.restore_rounds:
+            return (
+                f"feasibility restoration stopped after {state.rounds} rounds: max violation {state.violation:.3g} > "
+                f"{self.violation_tol:g} ({how})"
+            )
+        return None
+
+    def _restoration_outputs(self, state: Any) -> dict[str, Array]:
+        if int(state.rounds) == 0:
+            return {}
+        return {"max_violation": np.array(state.violation), "violation_checked": np.array(float(state.checked))}
+
 
 # ====================================================================== DSZOG
 @dataclass(frozen=True)
@@ -182,6 +259,10 @@ class DSZOGState:
     p_support: IntArray | None
     p_floor: float
     m: int
+    t: int = 0
+    violation: float = math.nan
+    checked: int = 0
+    rounds: int = 0
 
 
 @dataclass(frozen=True)
@@ -241,6 +322,8 @@ class DSZOG(_PenaltyMinimax):
         return values, support, floor
 
     def step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
+        if self.restoring(state):
+            return self.restore(oracle, state, rng)
         w = state.x
         M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.5, l.7
         M2 = self.sample_p(oracle, state, rng)  # Alg. 1 l.6
@@ -248,12 +331,11 @@ class DSZOG(_PenaltyMinimax):
         H = self.H(oracle, w, M3)  # Alg. 1 l.9
         w = w - self.eta_w * G  # Alg. 1 l.10
         p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
-        return DSZOGState(x=w, p=p, p_support=support, p_floor=floor, m=state.m)
+        return DSZOGState(x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1)
 
     def outputs(self, state: DSZOGState) -> dict[str, Array]:
-        if state.p_support is None:
-            return {"x": state.x, "p": state.p}
-        return {"x": state.x, "p": densify(state.p_support, state.p, state.p_floor, state.m)}
+        p = state.p if state.p_support is None else densify(state.p_support, state.p, state.p_floor, state.m)
+        return {"x": state.x, "p": p, **self._restoration_outputs(state)}
 
 
 # ====================================================================== ADSZOG
@@ -275,6 +357,9 @@ class ADSZOGState:
     p_floor: float
     z_floor: float
     m: int
+    violation: float = math.nan
+    checked: int = 0
+    rounds: int = 0
 
     def pz(self) -> PZ:
         return PZ(self.p, self.z_p, self.p_support, self.p_floor, self.z_floor, self.m)
@@ -346,6 +431,8 @@ class ADSZOG(_PenaltyMinimax):
         return self._state(w, pz, z_w, 0)
 
     def step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
+        if self.restoring(state):
+            return self.restore(oracle, state, rng)
         a, b, c = self.a, self.b, self.c
         pz = state.pz()
         w = state.x - (self.eta_w / (math.sqrt(_norm(state.z_w)) + c)) * state.z_w  # Alg. 1 l.5
@@ -380,4 +467,4 @@ class ADSZOG(_PenaltyMinimax):
         return min(FLUSH / decay, 1e-200) if decay > 0 else 1e-200
 
     def outputs(self, state: ADSZOGState) -> dict[str, Array]:
-        return {"x": state.x, "p": state.pz().dense_p()}
+        return {"x": state.x, "p": state.pz().dense_p(), **self._restoration_outputs(state)}
