@@ -53,7 +53,7 @@ def test_theory_table_and_verdicts() -> None:
     assert theory_for("zo-gda", "grad_g_norm_sq", "min").slope == -1.0  # type: ignore[union-attr]
     half = theory_for("zo-gda", "grad_g_norm", "min")
     assert half is not None and half.slope == -0.5 and "Theorem 1" in half.source
-    assert theory_for("adszog", "grad_g_norm_sq", "avg").slope == -0.5  # type: ignore[union-attr]
+    assert theory_for("adszog", "penalty_grad_g_norm_sq", "avg").slope == -0.5  # type: ignore[union-attr]
     assert theory_for("zo-svrg-admm", "dist2", "min").slope == -1.0  # type: ignore[union-attr]
     assert theory_for("no-such-solver", "dist2", "min") is None
     fit = SlopeFit(-1.02, -1.05, -0.99, 0.0, 1.0, 10.0, 10, 5, 100, 0.9, 0.0, "iterations")

@@ -19,6 +19,9 @@ same attributes (or a mapping with the same keys):
 ``y`` (optional)
     for a composite problem, the list of cvxpy Variables ``y_1 .. y_k``.
 
+A pair ``(cvxpy.Problem, x)`` is accepted too (a minimisation problem over ``x``); for a composite
+problem stated that way (``y`` eliminated) the reference has ``x*`` and ``f*`` but no multipliers.
+
 Sign conventions, pinned by the tests: inequality multipliers are ``>= 0`` and satisfy
 ``grad f0 + sum_j alpha_j grad f_j = 0`` at the solution (ICML DSZOG Definition 5.2); the
 coupling multiplier ``lam`` follows the ADMM paper's Lagrangian
@@ -278,6 +281,9 @@ def reference_solution(
             f"cvxpy solver {solver!r} is not installed; installed solvers: {', '.join(cp.installed_solvers())}"
         )
     model = prob.cvxpy_model()
+    if isinstance(model, tuple) and len(model) == 2 and isinstance(model[0], cp.Problem):
+        cp_prob, x_var = model  # the (cvxpy.Problem, x) form: objective and constraints of that problem
+        model = CvxpyModel(x=x_var, objective=cp_prob.objective.expr, constraints=list(cp_prob.constraints))
     x = _field(model, "x")
     objective = _field(model, "objective")
     constraints = list(_field(model, "constraints", ()) or ())
@@ -288,6 +294,8 @@ def reference_solution(
         raise ReferenceError(f"cvxpy_model().x has shape {x.shape}, expected ({prob.dim},)")
     kind = getattr(problem, "kind", "")
     if kind == "constrained":
+        if not isinstance(objective, cp.Expression):
+            raise ReferenceError("cvxpy_model().objective must be a cvxpy expression")
         sizes = sum(int(np.prod(c.shape)) if c.shape else 1 for c in constraints)
         if sizes != int(prob.m):
             raise ReferenceError(

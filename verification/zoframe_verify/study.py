@@ -17,6 +17,7 @@ the problem (not counted in the solver's budget):
 ``grad_norm`` / ``grad_norm_sq``    finite sum: gradient (mapping) norm (white-box or central differences)
 ``grad_g_norm`` / ``grad_g_norm_sq`` minimax: ``||grad g(x)||`` with a warm-started inner solve
 ``kkt``, ``eps1``, ``eps2``, ``eps3``  constrained: Definition 5.3 residuals (NNLS multipliers)
+``penalty_grad_g_norm(_sq)``     constrained, DSZOG / ADSZOG: ``||grad g(w)||`` of the penalty minimax (Def. 5.6)
 ``dist2``                        composite: ``dist(0, dL)^2`` (needs the solver's ``y0..``, ``lam`` outputs)
 ``fun_gap``, ``dist_to_solution``    against the known solution or the cvxpy reference
 any other name                    a column of the problem's own ``measures()``
@@ -69,7 +70,7 @@ DEFAULT_MEASURE = {
 #: measures computed by zoframe_verify itself, per problem kind
 BUILTIN_MEASURES = {
     "finite_sum": ("grad_norm", "grad_norm_sq"),
-    "constrained": ("kkt", "eps1", "eps2", "eps3"),
+    "constrained": ("kkt", "eps1", "eps2", "eps3", "penalty_grad_g_norm", "penalty_grad_g_norm_sq"),
     "minimax": ("grad_g_norm", "grad_g_norm_sq"),
     "composite": ("dist2",),
 }
@@ -133,8 +134,11 @@ def _reference_point(problem: Any) -> tuple[float | None, Array | None]:
     return None, None
 
 
-def make_measure(problem: Any, name: str) -> Callable[[Mapping[str, Array]], float]:
-    """A function ``outputs -> value`` of the named measure (see the module docstring)."""
+def make_measure(problem: Any, name: str, solver: Any = None) -> Callable[[Mapping[str, Array]], float]:
+    """A function ``outputs -> value`` of the named measure (see the module docstring).
+
+    ``solver`` (the solver instance) supplies ``beta`` and ``lam`` to the DSZOG penalty measure.
+    """
     from zoframe_verify import checks
 
     kind = str(getattr(problem, "kind", ""))
@@ -153,6 +157,15 @@ def make_measure(problem: Any, name: str) -> Callable[[Mapping[str, Array]], flo
             return float(np.linalg.norm(gx)) ** power
 
         return grad_g
+    if name in ("penalty_grad_g_norm", "penalty_grad_g_norm_sq") and kind == "constrained":
+        beta, lam = getattr(solver, "beta", None), getattr(solver, "lam", None)
+        if beta is None or lam is None:
+            raise InvalidInputError(
+                f"{name} is the stationarity of the DSZOG penalty minimax: it needs a solver with the "
+                "parameters beta and lam (dszog, adszog)"
+            )
+        power = 2 if name.endswith("_sq") else 1
+        return lambda o: checks.penalty_report(problem, o["x"], beta=float(beta), lam=float(lam)).grad_g_norm ** power
     if name in ("kkt", "eps1", "eps2", "eps3") and kind == "constrained":
         return lambda o: checks.kkt_report(problem, o["x"]).measures()[name]
     if name == "dist2" and kind == "composite":
@@ -214,8 +227,8 @@ def initial_outputs(problem: Any) -> dict[str, Array]:
     return outs
 
 
-def _check_measure(problem: Any, name: str) -> None:
-    fn = make_measure(problem, name)
+def _check_measure(problem: Any, name: str, solver: Any) -> None:
+    fn = make_measure(problem, name, solver)
     try:
         fn(initial_outputs(problem))
     except KeyError:  # the measure needs outputs only a solver reports (e.g. its dual iterate)
@@ -237,7 +250,7 @@ def run_one(config_json: str, seed: int, horizon: int) -> dict[str, Any]:
     problem = reg.make_problem(cfg["problem"], **cfg["problem_args"])
     spec = reg.solver(cfg["solver"])
     solver = spec.cls(**cfg["params"])
-    measure = make_measure(problem, cfg["measure"])
+    measure = make_measure(problem, cfg["measure"], solver)
     every = int(cfg["measure_every"])
     outputs_fn = getattr(solver, "outputs", None)
     its: list[float] = []
@@ -537,9 +550,12 @@ def rate_study(
     if kind not in spec.problem_kinds:
         raise InvalidInputError(f"solver {solver!r} does not accept {kind!r} problems (it solves {sorted(spec.problem_kinds)})")
     sparams = dict(params or {})
-    spec.cls(**sparams)  # bad parameters fail here, before any run
-    mname = measure or DEFAULT_MEASURE.get(kind, "fun")
-    _check_measure(prob, mname)  # unknown measures fail here, before any run
+    solver_obj = spec.cls(**sparams)  # bad parameters fail here, before any run
+    if measure is None:  # the measure the theory speaks of for this solver, else the kind's default
+        tab = [ms for (sv, ms, _) in THEORY if sv == spec.name and ms in BUILTIN_MEASURES.get(kind, ())]
+        measure = tab[0] if tab else DEFAULT_MEASURE.get(kind, "fun")
+    mname = measure
+    _check_measure(prob, mname, solver_obj)  # unknown measures fail here, before any run
     seed_list = tuple(range(int(seeds))) if isinstance(seeds, (int, np.integer)) else tuple(int(s) for s in seeds)
     if not seed_list:
         raise InvalidInputError("a rate study needs at least one seed")
