@@ -185,3 +185,46 @@ def test_verify_a_result_of_minimize() -> None:
     assert "known_solution" in rep.reference_source and "grad_norm" in rep.to_text()
     with pytest.raises(InvalidInputError, match="shape"):
         verify(prob, np.zeros(3))
+
+
+def test_penalty_gradient_matches_central_differences_of_g() -> None:
+    from zoframe.measures import central_difference_gradient
+    from zoframe.sets import project_simplex
+    from zoframe_verify import penalty_report
+
+    prob = KKTQP(dim=6, m=30, seed=5)
+    beta, lam = 2.0, 200.0
+    x = prob.c_bar * 0.8  # outside the polyhedron: several constraints violated
+
+    def g(X: Array) -> Array:
+        out = np.empty(X.shape[0])
+        for r, w in enumerate(X):
+            phi = np.maximum(prob.D @ w - prob.e, 0.0) ** 2
+            p = project_simplex(beta * phi / lam)
+            out[r] = 0.5 * np.sum((w - prob.c_bar) ** 2) + prob._spread + beta * p @ phi - 0.5 * lam * p @ p
+        return out
+
+    rep = penalty_report(prob, x, beta=beta, lam=lam)
+    assert rep.n_support >= 2
+    assert abs(rep.g - g(x[None])[0]) < 1e-10
+    assert abs(rep.grad_g_norm - np.linalg.norm(central_difference_gradient(g, x)[0])) < 1e-5
+
+
+def test_a_problem_pair_model_is_accepted(tmp_path: Any) -> None:
+    import importlib
+
+    cp = importlib.import_module("cvxpy")
+    base = KKTQP(dim=5, m=12, seed=6)
+
+    class Pair:
+        kind: ClassVar[str] = "constrained"
+        dim, m, n = 5, 12, 1
+
+        def cvxpy_model(self) -> Any:
+            x = cp.Variable(5)
+            return cp.Problem(cp.Minimize(0.5 * cp.sum_squares(x - base.c_bar)), [base.D @ x <= base.e]), x
+
+    ref = reference_solution(Pair(), cache_dir=tmp_path)
+    full = reference_solution(base, cache_dir=tmp_path)
+    np.testing.assert_allclose(ref.x, full.x, atol=1e-8)
+    np.testing.assert_allclose(ref.duals, full.duals, atol=1e-7)

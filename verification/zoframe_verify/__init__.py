@@ -16,10 +16,12 @@ from zoframe_verify.checks import (
     FiniteSumReport,
     KKTReport,
     MinimaxReport,
+    PenaltyReport,
     admm_report,
     finite_sum_report,
     kkt_report,
     minimax_report,
+    penalty_report,
 )
 from zoframe_verify.rates import THEORY, SlopeFit, TheoryRate, compare, fit_loglog, running_curve, theory_for
 from zoframe_verify.reference import CvxpyModel, ReferenceError, ReferenceSolution, reference_solution
@@ -33,6 +35,7 @@ __all__ = [
     "FiniteSumReport",
     "KKTReport",
     "MinimaxReport",
+    "PenaltyReport",
     "RateReport",
     "ReferenceError",
     "ReferenceSolution",
@@ -48,6 +51,7 @@ __all__ = [
     "fit_loglog",
     "kkt_report",
     "minimax_report",
+    "penalty_report",
     "rate_study",
     "reference_solution",
     "running_curve",
