@@ -287,6 +287,10 @@ class DSZOG(_PenaltyMinimax):
     ``"sparse"`` (floor + support, ``O(|support| + |M|)`` per step, the same iterates up to
     rounding) or ``"auto"`` (sparse from ``m >= 10000``). ``outputs()`` reports ``x`` and the final
     ``p``: its largest entries are the constraints that were hardest to satisfy.
+
+    Ending feasible: with ``restore_after=T`` the solver switches after ``T`` steps to the
+    feasibility-restoration rounds of :meth:`restore` and stops once the max violation (over all
+    constraints, or over ``restore_sample`` of them, as the message says) is ``<= violation_tol``.
     """
 
     p_form: PForm = param("auto", doc="storage of p: 'auto', 'dense' or 'sparse'")
@@ -400,7 +404,10 @@ class ADSZOG(_PenaltyMinimax):
     support holds the entries touched within the memory of the averages (about
     ``log(1e-300) / log(1 - min(a, b))`` steps); when it exceeds ``m / 4`` the state switches to
     the dense form (exactly the same values). ``"auto"``: sparse from ``m >= 10000``. Every 16
-    steps the entries about to turn subnormal are zeroed (:meth:`flush`).
+    steps the entries about to turn subnormal are zeroed (:meth:`flush_threshold`).
+
+    Ending feasible: ``restore_after``, ``violation_tol``, ``restore_sample`` as for DSZOG
+    (:meth:`restore`).
     """
 
     a: float = param(0.9, symbol="a", doc="averaging weight of the projected point, in (0, 1)")
