@@ -407,6 +407,13 @@ class RateReport:
                 f"{self.verdicts.get(axis, 'n/a')} |"
             )
         lines.append("")
+        bent = [a for a, f in self.fits.items() if f.residual > 0.1]
+        if bent:
+            lines.append(
+                f"Note: the fit residual on {', '.join(bent)} exceeds 0.1 decade: the curve is not a power law over "
+                "the fitted range (e.g. a linear rate down to a floor), so the slope only summarises it."
+            )
+            lines.append("")
         if self.theory is not None:
             lines.append(f"Proven rate: O(T^{self.theory.slope:g}) for {self.theory.curve} of "
                          f"{self.theory.measure} ({self.theory.source}). {self.theory.note}".rstrip())
