@@ -285,7 +285,7 @@ class PZ:
     def norm_z(self) -> float:
         """``||z_p||_2``."""
         extra = 0.0 if self.support is None else (self.m - self.support.shape[0]) * self.z_floor * self.z_floor
-        return math.sqrt(float(self.z @ self.z) + extra)
+        return math.sqrt(float(np.einsum("i,i->", self.z, self.z)) + extra)  # not BLAS: no thread start-up
 
     def dense_p(self) -> Array:
         return self.p if self.support is None else densify(self.support, self.p, self.p_floor, self.m)
