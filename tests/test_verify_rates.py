@@ -147,3 +147,20 @@ def test_seeds_by_horizons_sweep(tmp_path: Path) -> None:
     assert rep.horizons == (30, 100, 300, 1000) and len(rep.runs) == 8
     assert rep.fits["iterations"].n_points == 3  # horizons in the last 1.2 decades: 100, 300, 1000
     assert abs(rep.fits["iterations"].slope + 1.0) < 0.1
+
+
+def test_a_sweep_interrupted_mid_way_keeps_its_finished_runs(tmp_path: Path) -> None:
+    db = tmp_path / "int.sqlite"
+    kw: dict[str, Any] = dict(seeds=3, budget=100, params={"eta": 0.05}, problem_args={"dim": 4}, db=db, n_boot=50)
+
+    def interrupt(message: str) -> None:
+        raise KeyboardInterrupt  # the user presses Ctrl-C right after the first run is stored
+
+    with pytest.raises(KeyboardInterrupt):
+        rate_study("zo-sgd", "quadratic", progress=interrupt, **kw)
+    assert sorted(_created(db)) == [0]
+    resumed = rate_study("zo-sgd", "quadratic", **kw)
+    assert (resumed.executed, resumed.reused) == (2, 1)
+    fresh = rate_study("zo-sgd", "quadratic", **{**kw, "db": tmp_path / "fresh.sqlite"})
+    for a, b in zip(resumed.runs, fresh.runs):
+        np.testing.assert_array_equal(a.values, b.values)  # resuming changes nothing
