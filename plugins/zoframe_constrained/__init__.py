@@ -1,1 +1,26 @@
-"""zoframe plugin package zoframe_constrained."""
+"""zoframe_constrained: heavily constrained zeroth-order optimisation (Shi, Gao & Gu, ICML 2022).
+
+Solvers ``dszog`` (plain, ICLR 2022 submission Alg. 1) and ``adszog`` (moving averages and adaptive
+steps, ICML 2022 Alg. 1) on the penalty minimax over the simplex of constraints, with an exact
+sparse form of the constraint distribution ``p`` (:mod:`zoframe_constrained.simplex`) and a
+feasibility-restoration phase; problems ``pairwise``, ``gen`` and ``fairness``
+(:mod:`zoframe_constrained.problems`). The projection / Frank-Wolfe baselines live in
+``zoframe_constrained.baselines*``.
+"""
+
+from __future__ import annotations
+
+from zoframe_constrained.problems import FairnessProblem, PairwiseProblem, fairness, gen, pairwise
+from zoframe_constrained.solvers import ADSZOG, DSZOG, ADSZOGState, DSZOGState
+
+__all__ = [
+    "ADSZOG",
+    "DSZOG",
+    "ADSZOGState",
+    "DSZOGState",
+    "FairnessProblem",
+    "PairwiseProblem",
+    "fairness",
+    "gen",
+    "pairwise",
+]
