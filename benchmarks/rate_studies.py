@@ -3,6 +3,8 @@
 Runs ``zoframe_verify.rate_study`` for:
 
 * ``zo-sgd`` on ``quadratic`` (d = 10): running average of ||grad f||^2, proven O(1/T);
+* ``zo-sgd`` on ``power-sum`` (p = 4): running min of ||grad f||^2, exponent -3 derived in closed form
+  for gradient descent on this degenerate problem (a last-iterate rate, not an averaged one);
 * ``zo-gda`` and ``zo-gdmsa`` on ``ncsc``: running min of ||grad g||^2, proven O(1/T) (Theorems 1, 3);
 * ``zo-svrg-admm`` and ``zo-saga-admm`` on ``fused-lasso-toy``: running average of dist(0, dL)^2,
   proven O(1/T) (Theorems 1, 2);
@@ -31,6 +33,8 @@ PENALTY = {"eta_w": 0.05, "eta_p": 0.05, "M1": 20, "M2": 50, "M3": 50, "beta": 1
 
 STUDIES: dict[str, dict[str, Any]] = {
     "zo-sgd": {"problem": "quadratic", "params": {"eta": 0.05}, "problem_args": {"dim": 10}},
+    "zo-sgd/power-sum": {"solver": "zo-sgd", "problem": "power-sum", "params": {"eta": 0.1}, "measure": "grad_norm_sq",
+                         "curve": "min", "theory": -3.0, "decades": 1.0},
     "zo-gda": {"problem": "ncsc", "params": {"eta1": 0.05, "eta2": 0.5}},
     "zo-gdmsa": {"problem": "ncsc", "params": {"eta1": 0.1, "eta2": 0.5, "T": 3}},
     "zo-svrg-admm": {"problem": "fused-lasso-toy", "params": ADMM},
@@ -55,7 +59,7 @@ def main() -> int:
         cfg = STUDIES[name]
         t0 = time.perf_counter()
         rep = rate_study(
-            name,
+            cfg.get("solver", name),
             cfg["problem"],
             seeds=args.seeds,
             budget=args.budget,
@@ -63,7 +67,11 @@ def main() -> int:
             problem_args=cfg.get("problem_args", {}),
             workers=args.workers,
             db=args.db,
-            out=f"{args.out}/{name}",
+            out=f"{args.out}/{name.replace('/', '-')}",
+            measure=cfg.get("measure"),
+            curve=cfg.get("curve"),
+            theory=cfg.get("theory"),
+            decades=cfg.get("decades", 2.0),
         )
         summary[name] = {
             "problem": cfg["problem"],

@@ -164,3 +164,24 @@ def test_a_sweep_interrupted_mid_way_keeps_its_finished_runs(tmp_path: Path) -> 
     fresh = rate_study("zo-sgd", "quadratic", **{**kw, "db": tmp_path / "fresh.sqlite"})
     for a, b in zip(resumed.runs, fresh.runs):
         np.testing.assert_array_equal(a.values, b.values)  # resuming changes nothing
+
+
+def test_rate_study_recovers_a_sublinear_exponent_of_the_last_iterates(tmp_path: Path) -> None:
+    """ZO-SGD on (1/4) sum |x_i - c_i|^4: min_{s<=t} ||grad f||^2 ~ t^-3 (not the trivial -1 of averages)."""
+    from zoframe_verify.problems import PowerSum
+
+    exponent = PowerSum(p=4.0).grad_norm_sq_exponent()
+    assert exponent == -3.0
+    rep = rate_study(
+        "zo-sgd", "power-sum", seeds=4, budget=3000, params={"eta": 0.1}, measure="grad_norm_sq", curve="min",
+        decades=1.0, theory=exponent, tol=0.1, db=tmp_path / "p.sqlite", n_boot=300,
+    )
+    fit = rep.fits["iterations"]
+    assert fit.lo - 0.1 <= exponent <= fit.hi + 0.1, fit
+    assert abs(fit.slope - exponent) < 0.1 and fit.residual < 0.05
+    assert rep.verdicts == {"iterations": "consistent", "calls": "consistent"}
+    slow = rate_study(
+        "zo-sgd", "power-sum", seeds=2, budget=300, params={"eta": 0.1}, measure="grad_norm_sq", curve="min",
+        decades=1.0, theory=-1.0, db=tmp_path / "p.sqlite", n_boot=100,
+    )
+    assert slow.verdicts["iterations"] == "faster than proven"  # the comparison can fail

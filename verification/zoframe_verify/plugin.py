@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from zoframe import hookimpl
 from zoframe.specs import CommandSpec, ProblemSpec
 from zoframe_verify.cli import add_rate_arguments, add_verify_arguments, run_rate_command, run_verify_command
-from zoframe_verify.problems import KKTQP, LassoComposite, SaddleQuadratic
+from zoframe_verify.problems import KKTQP, LassoComposite, PowerSum, SaddleQuadratic
 
 
 @hookimpl
@@ -30,6 +30,14 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
             kind="minimax",
             parameters={"dim": "d_x (5)", "dim_y": "d_y (5)", "n": "samples (10)", "rho": "strong concavity (1)",
                         "seed": "0"},
+        ),
+        ProblemSpec(
+            name="power-sum",
+            factory=PowerSum,
+            summary="(1/p) sum |x_i - c_i|^p, p > 2: gradient methods converge at the known exponent -2(p-1)/(p-2)",
+            reference="(verification problem)",
+            kind="finite_sum",
+            parameters={"dim": "dimension (5)", "p": "power > 2 (4)"},
         ),
         ProblemSpec(
             name="lasso-composite",

@@ -4,6 +4,8 @@
   a cvxpy model and, for ``constraints="box"``, its solution and multipliers in closed form.
 * :class:`SaddleQuadratic` (``saddle-quadratic``): a nonconvex-strongly-concave quadratic minimax
   problem with ``g(x) = max_y f(x, y)``, ``grad g`` and the minimiser in closed form.
+* :class:`PowerSum` (``power-sum``): ``(1/p) sum_i |x_i - c_i|^p`` with ``p > 2``: degenerate at its
+  minimiser, so gradient methods converge at a known sublinear exponent (a test of rate fits).
 * :class:`LassoComposite` (``lasso-composite``): ``(1/n) sum_i (a_i^T x - b_i)^2 / 2 + tau ||y||_1``
   s.t. ``x - y = 0``, with white-box gradients and a cvxpy model.
 """
@@ -23,7 +25,7 @@ from zoframe.penalties import L1
 from zoframe.protocols import Array, IntArray, Penalty
 from zoframe_verify.reference import CvxpyModel
 
-__all__ = ["KKTQP", "LassoComposite", "SaddleQuadratic"]
+__all__ = ["KKTQP", "LassoComposite", "PowerSum", "SaddleQuadratic"]
 
 
 def _check_pos(**values: int) -> None:
@@ -289,3 +291,53 @@ class LassoComposite:
         if y is None:
             return {"fun": f + self.penalties[0].value(x)}
         return {"fun": f + self.penalties[0].value(y), "residual": float(np.linalg.norm(x - y))}
+
+
+@dataclass(frozen=True, eq=False)
+class PowerSum:
+    """``f(x) = (1/p) sum_i |x_i - c_i|^p`` with ``p > 2`` (one component, white-box gradient).
+
+    The Hessian vanishes at the minimiser ``c``, so gradient descent with step ``eta`` converges
+    sublinearly at a known exponent: per coordinate ``e_{t+1} = e_t - eta e_t^{p-1}`` gives
+    ``e_t ~ ((p - 2) eta t)^{-1/(p-2)}``, hence ``||grad f(x_t)||^2 ~ t^{-2(p-1)/(p-2)}``
+    (:meth:`grad_norm_sq_exponent`; -3 for ``p = 4``). The start is ``x0 = c + 1``.
+    """
+
+    kind: ClassVar[str] = "finite_sum"
+    dim: int = 5
+    p: float = 4.0
+    name: str = "power-sum"
+    n: int = 1
+    feasible_set: Any = None
+    center: Array = field(init=False, repr=False)
+    x0: Array = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check_pos(dim=self.dim)
+        if not self.p > 2:
+            raise InvalidInputError(f"p must be > 2 (p = 2 is a quadratic with a linear rate), got {self.p}")
+        center = np.linspace(-1.0, 1.0, self.dim)
+        center.setflags(write=False)
+        object.__setattr__(self, "center", center)
+        object.__setattr__(self, "x0", center + 1.0)
+
+    def grad_norm_sq_exponent(self) -> float:
+        """The exponent of ``||grad f(x_t)||^2`` along gradient descent: ``-2(p-1)/(p-2)``."""
+        return -2.0 * (self.p - 1.0) / (self.p - 2.0)
+
+    def components(self, X: Array, idx: IntArray) -> Array:
+        v: Array = np.sum(np.abs(X - self.center) ** self.p, axis=1) / self.p
+        return np.repeat(v[:, None], len(idx), axis=1)
+
+    def component_gradients(self, x: Array, idx: IntArray) -> Array:
+        e = x - self.center
+        g = np.sign(e) * np.abs(e) ** (self.p - 1.0)
+        return np.repeat(g[None, :], len(idx), axis=0)
+
+    def known_solution(self) -> Mapping[str, Any]:
+        return {"x": self.center.copy(), "fun": 0.0}
+
+    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+        x = outputs["x"]
+        g = self.component_gradients(x, np.zeros(1, dtype=np.intp))[0]
+        return {"fun": float(monitor.objective(x)[0, 0]), "grad_norm": float(np.linalg.norm(g))}
