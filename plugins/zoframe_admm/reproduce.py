@@ -140,6 +140,7 @@ def _plots(out: Path, fused: dict[str, dict[str, dict[str, np.ndarray]]], refs: 
     fig, ax = plt.subplots(figsize=(5, 3.4))
     for name, t in attack.items():
         ax.plot(t["iteration"], t["attack_loss"], label=name)
+    ax.set_xscale("symlog", linthresh=10.0)  # the first tens of iterations carry most of the decrease
     ax.set_xlabel("iteration")
     ax.set_ylabel("attack loss")
     ax.legend(fontsize=7)
