@@ -185,3 +185,25 @@ def test_rate_study_recovers_a_sublinear_exponent_of_the_last_iterates(tmp_path:
         decades=1.0, theory=-1.0, db=tmp_path / "p.sqlite", n_boot=100,
     )
     assert slow.verdicts["iterations"] == "faster than proven"  # the comparison can fail
+
+
+@pytest.mark.parametrize(
+    ("solver", "problem", "params", "measure"),
+    [
+        ("zo-sgd", "quadratic", {"eta": 0.05}, "fun_gap"),
+        ("zo-sgd", "quadratic", {"eta": 0.05}, "fun"),  # a column of the problem's own measures
+        ("zo-gda", "saddle-quadratic", {"eta1": 0.05, "eta2": 0.5}, None),  # grad_g_norm_sq
+        ("zo-svrg-admm", "lasso-composite", {"eta": 0.05, "rho": 1.0, "b": 4, "mu": 1e-4}, None),  # dist2
+        ("dszog", "kkt-qp", {"eta_w": 0.05, "eta_p": 0.05, "M1": 20, "M2": 50, "M3": 50, "beta": 1.0, "lam": 1.0}, None),
+    ],
+)
+def test_measures_of_every_kind_decrease_along_real_runs(
+    solver: str, problem: str, params: dict[str, Any], measure: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZOFRAME_CACHE_DIR", str(tmp_path / "refcache"))
+    rep = rate_study(solver, problem, seeds=2, budget=150, params=params, measure=measure, curve="min",
+                     db=tmp_path / "m.sqlite", decades=1.0, n_boot=50)
+    for run in rep.runs:
+        assert run.values.shape == (150,) and np.all(np.isfinite(run.values))
+        assert run.values[-10:].min() < 0.5 * run.values[0], (rep.config.measure, run.values[[0, -1]])
+    assert rep.fits["iterations"].slope < 0
