@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from zoframe.errors import InvalidInputError
-from zoframe_verify import CvxpyModel, ReferenceError, reference_solution
+from zoframe_verify import CvxpyModel, ReferenceSolveError, reference_solution
 from zoframe_verify.problems import KKTQP, LassoComposite
 
 
@@ -88,7 +88,7 @@ class _Infeasible:
 
 
 def test_only_optimal_is_accepted(tmp_path: Any) -> None:
-    with pytest.raises(ReferenceError, match="only 'optimal' is accepted"):
+    with pytest.raises(ReferenceSolveError, match="only 'optimal' is accepted"):
         reference_solution(_Infeasible(), cache_dir=tmp_path)
 
 
@@ -97,9 +97,9 @@ def test_bad_models_are_refused_with_a_reason(tmp_path: Any) -> None:
     class WrongM(_Infeasible):
         m: int = 5
 
-    with pytest.raises(ReferenceError, match="m=5"):
+    with pytest.raises(ReferenceSolveError, match="m=5"):
         reference_solution(WrongM(), cache_dir=tmp_path)
     with pytest.raises(InvalidInputError, match="no cvxpy model"):
         reference_solution(object(), cache_dir=tmp_path)
-    with pytest.raises(ReferenceError, match="not installed"):
+    with pytest.raises(ReferenceSolveError, match="not installed"):
         reference_solution(KKTQP(), solver="NO_SUCH_SOLVER", cache_dir=tmp_path)

@@ -24,7 +24,7 @@ from zoframe_verify.checks import (
     penalty_report,
 )
 from zoframe_verify.rates import THEORY, SlopeFit, TheoryRate, compare, fit_loglog, running_curve, theory_for
-from zoframe_verify.reference import CvxpyModel, ReferenceError, ReferenceSolution, reference_solution
+from zoframe_verify.reference import CvxpyModel, ReferenceSolution, ReferenceSolveError, reference_solution
 from zoframe_verify.study import RateReport, RunRecord, RunStore, StudyConfig, rate_study
 from zoframe_verify.verify import Report, verify
 
@@ -37,8 +37,8 @@ __all__ = [
     "MinimaxReport",
     "PenaltyReport",
     "RateReport",
-    "ReferenceError",
     "ReferenceSolution",
+    "ReferenceSolveError",
     "Report",
     "RunRecord",
     "RunStore",

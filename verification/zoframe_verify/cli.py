@@ -5,26 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from zoframe.errors import InvalidInputError
 from zoframe_verify.study import rate_study
-from zoframe_verify.verify import add_verify_arguments, run_verify_command
+from zoframe_verify.verify import add_verify_arguments, parse_key_values, run_verify_command
 
 __all__ = ["add_rate_arguments", "add_verify_arguments", "run_rate_command", "run_verify_command"]
-
-
-def _kv(items: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items or ():
-        key, sep, val = str(item).partition("=")
-        if not sep:
-            raise InvalidInputError(f"expected KEY=VALUE, got {item!r}")
-        try:
-            out[key.replace("-", "_")] = json.loads(val)
-        except json.JSONDecodeError:
-            out[key.replace("-", "_")] = val
-    return out
 
 
 def add_rate_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,8 +56,8 @@ def run_rate_command(args: argparse.Namespace) -> int:
         horizons=horizons,
         measure=args.measure,
         curve=args.curve,
-        problem_args=_kv(args.problem_arg),
-        params=_kv(args.param),
+        problem_args=parse_key_values(args.problem_arg),
+        params=parse_key_values(args.param),
         measure_every=args.measure_every,
         max_calls=args.max_calls,
         workers=args.workers,

@@ -58,8 +58,8 @@ from zoframe.protocols import Array, HasCvxpyModel
 __all__ = [
     "DEFAULT_SOLVER_OPTIONS",
     "CvxpyModel",
-    "ReferenceError",
     "ReferenceSolution",
+    "ReferenceSolveError",
     "default_cache_dir",
     "reference_solution",
 ]
@@ -82,7 +82,7 @@ _SOLVER_PACKAGES = {"CLARABEL": "clarabel", "OSQP": "osqp", "SCS": "scs", "HIGHS
 _FORMAT = 1
 
 
-class ReferenceError(ZoframeError):
+class ReferenceSolveError(ZoframeError):
     """The reference solve failed (status not optimal, bad model, solver missing)."""
 
 
@@ -232,7 +232,7 @@ def _flat_duals(constraints: Sequence[Any]) -> Array:
     for con in constraints:
         val = con.dual_value
         if val is None:
-            raise ReferenceError(f"cvxpy returned no dual value for the constraint {con}")
+            raise ReferenceSolveError(f"cvxpy returned no dual value for the constraint {con}")
         parts.append(np.atleast_1d(np.asarray(val, dtype=np.float64)).ravel())
     return np.concatenate(parts) if parts else np.zeros(0)
 
@@ -264,7 +264,7 @@ def reference_solution(
 ) -> ReferenceSolution:
     """Solve ``problem.cvxpy_model()`` to high accuracy; only status ``optimal`` is accepted.
 
-    Raises :class:`ReferenceError` when the problem has no cvxpy model, the model is malformed,
+    Raises :class:`ReferenceSolveError` when the problem has no cvxpy model, the model is malformed,
     or the solver does not report ``optimal`` (``optimal_inaccurate`` is refused too).
     """
     if not isinstance(problem, HasCvxpyModel):
@@ -277,7 +277,7 @@ def reference_solution(
 
     solver = solver.upper()
     if solver not in cp.installed_solvers():
-        raise ReferenceError(
+        raise ReferenceSolveError(
             f"cvxpy solver {solver!r} is not installed; installed solvers: {', '.join(cp.installed_solvers())}"
         )
     model = prob.cvxpy_model()
@@ -289,22 +289,22 @@ def reference_solution(
     constraints = list(_field(model, "constraints", ()) or ())
     ys = list(_field(model, "y", ()) or ())
     if x is None or objective is None:
-        raise ReferenceError("cvxpy_model() must provide at least 'x' (a cvxpy Variable) and 'objective'")
+        raise ReferenceSolveError("cvxpy_model() must provide at least 'x' (a cvxpy Variable) and 'objective'")
     if tuple(x.shape) != (int(prob.dim),):
-        raise ReferenceError(f"cvxpy_model().x has shape {x.shape}, expected ({prob.dim},)")
+        raise ReferenceSolveError(f"cvxpy_model().x has shape {x.shape}, expected ({prob.dim},)")
     kind = getattr(problem, "kind", "")
     if kind == "constrained":
         if not isinstance(objective, cp.Expression):
-            raise ReferenceError("cvxpy_model().objective must be a cvxpy expression")
+            raise ReferenceSolveError("cvxpy_model().objective must be a cvxpy expression")
         sizes = sum(int(np.prod(c.shape)) if c.shape else 1 for c in constraints)
         if sizes != int(prob.m):
-            raise ReferenceError(
+            raise ReferenceSolveError(
                 f"cvxpy_model() states {sizes} constraint rows but the problem has m={prob.m}; the "
                 "constraints must be f_j(x) <= 0 for every j, in index order"
             )
     cp_problem = cp.Problem(cp.Minimize(objective), constraints)
     if not cp_problem.is_dcp():
-        raise ReferenceError("cvxpy_model() is not DCP (convex): no reference solution for a nonconvex model")
+        raise ReferenceSolveError("cvxpy_model() is not DCP (convex): no reference solution for a nonconvex model")
     options = dict(DEFAULT_SOLVER_OPTIONS.get(solver, {}))
     options.update(solver_options or {})
     key = _cache_key(problem, cp_problem, solver, options)
@@ -318,10 +318,10 @@ def reference_solution(
     try:
         cp_problem.solve(solver=solver, **options)
     except cp.error.SolverError as exc:
-        raise ReferenceError(f"cvxpy solver {solver} failed: {exc}") from exc
+        raise ReferenceSolveError(f"cvxpy solver {solver} failed: {exc}") from exc
     seconds = time.perf_counter() - t0
     if cp_problem.status != cp.OPTIMAL:
-        raise ReferenceError(
+        raise ReferenceSolveError(
             f"the reference solve ended with status {cp_problem.status!r} (solver {solver}); only "
             "'optimal' is accepted. Try another solver (solver='OSQP' or 'SCS') or check the model."
         )

@@ -116,12 +116,12 @@ class RunRecord:
 # --------------------------------------------------------------------------- measures along a run
 def _reference_point(problem: Any) -> tuple[float | None, Array | None]:
     if isinstance(problem, HasCvxpyModel):
-        from zoframe_verify.reference import ReferenceError, reference_solution
+        from zoframe_verify.reference import ReferenceSolveError, reference_solution
 
         try:
             ref = reference_solution(problem)
             return ref.fun, ref.x
-        except ReferenceError:
+        except ReferenceSolveError:
             pass
     if isinstance(problem, HasKnownSolution):
         try:

@@ -34,7 +34,7 @@ from zoframe_verify.checks import (
     kkt_report,
     minimax_report,
 )
-from zoframe_verify.reference import ReferenceError, ReferenceSolution, reference_solution
+from zoframe_verify.reference import ReferenceSolution, ReferenceSolveError, reference_solution
 
 __all__ = ["Report", "add_verify_arguments", "load_saved_result", "run_verify_command", "verify"]
 
@@ -131,7 +131,7 @@ def _reference(
     if isinstance(problem, HasCvxpyModel):
         try:
             ref = reference_solution(problem, cache_dir=cache_dir)
-        except ReferenceError as exc:
+        except ReferenceSolveError as exc:
             notes.append(f"reference solve failed: {exc}")
         else:
             how = "cache" if ref.cached else f"solved in {ref.seconds:.2f} s"
@@ -233,6 +233,20 @@ def verify(
 
 
 # --------------------------------------------------------------------------- saved results and the CLI
+def parse_key_values(items: Any) -> dict[str, Any]:
+    """``["k=v", ...]`` to a dict; values are parsed as JSON when they are JSON, else kept as text."""
+    out: dict[str, Any] = {}
+    for item in items or ():
+        key, sep, val = str(item).partition("=")
+        if not sep:
+            raise InvalidInputError(f"expected KEY=VALUE, got {item!r}")
+        try:
+            out[key.replace("-", "_")] = json.loads(val)
+        except json.JSONDecodeError:
+            out[key.replace("-", "_")] = val
+    return out
+
+
 def load_saved_result(path: str | os.PathLike[str]) -> tuple[dict[str, Array], dict[str, Any]]:
     """Outputs (``x`` and ``outputs.*``) and the JSON summary of a run saved by ``Result.save``."""
     base = str(path).removesuffix(".json").removesuffix(".npz")
@@ -270,19 +284,6 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--active-tol", type=float, default=1e-6, help="nearly-active threshold for the KKT fit")
 
 
-def _kv(items: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items or ():
-        key, sep, val = str(item).partition("=")
-        if not sep:
-            raise InvalidInputError(f"expected KEY=VALUE, got {item!r}")
-        try:
-            out[key.replace("-", "_")] = json.loads(val)
-        except json.JSONDecodeError:
-            out[key.replace("-", "_")] = val
-    return out
-
-
 def run_verify_command(args: argparse.Namespace) -> int:
     """``zoframe verify RESULT --problem NAME`` and the ``zoframe solve ... --verify`` path."""
     from zoframe.registry import default_registry
@@ -308,7 +309,7 @@ def run_verify_command(args: argparse.Namespace) -> int:
                 )
                 return 2
             pkw = dict(summary.get("problem_args", {}) or {})
-            pkw.update(_kv(getattr(args, "problem_arg", None)))
+            pkw.update(parse_key_values(getattr(args, "problem_arg", None)))
             problem = default_registry().make_problem(str(name), **pkw)
         solver = summary.get("solver")
         if solver:
