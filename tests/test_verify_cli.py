@@ -65,3 +65,19 @@ def test_rate_command_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (tmp_path / "rep" / "rate_report.md").is_file() and (tmp_path / "rep" / "rate_iterations.png").is_file()
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["reused"] == 2
+
+
+def test_verify_reads_the_problem_from_the_saved_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(["solve", "kkt-qp", "--solver", "dszog", "--max-iter", "50", "--no-progress", "-p", "M1=5",
+                 "-p", "M2=5", "-p", "M3=5", "--problem-arg", "m=12", "-o", str(out)]) in (0, 1)
+    summary = json.loads((tmp_path / "run.json").read_text())
+    summary.update(problem="kkt-qp", problem_args={"m": 12})  # what a run that records its problem holds
+    (tmp_path / "run.json").write_text(json.dumps(summary))
+    capsys.readouterr()
+    assert main(["verify", str(out), "--json"]) == 0
+    text = capsys.readouterr().out
+    data = json.loads(text[text.index("{"):])
+    assert data["kind"] == "constrained" and data["problem"] == "kkt-qp"
+    assert {"eps1", "eps2", "eps3", "objective_gap", "ref_eps1"} <= set(data["measures"])
+    assert data["reference"]["status"] == "optimal"
