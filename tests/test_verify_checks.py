@@ -18,7 +18,7 @@ from zoframe_verify.problems import KKTQP, LassoComposite, SaddleQuadratic
 
 @pytest.fixture(autouse=True)
 def _cache_in_tmp(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZOFRAME_CACHE_DIR", str(tmp_path / "refcache"))
+    monkeypatch.setenv("ZOFRAME_CACHE", str(tmp_path / "cache"))
 
 
 def test_reference_scores_zero_on_every_constrained_measure() -> None:

@@ -14,7 +14,7 @@ from zoframe.registry import default_registry
 
 @pytest.fixture(autouse=True)
 def _cache_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZOFRAME_CACHE_DIR", str(tmp_path / "refcache"))
+    monkeypatch.setenv("ZOFRAME_CACHE", str(tmp_path / "cache"))
 
 
 def test_commands_and_problems_are_registered() -> None:

@@ -200,7 +200,7 @@ def test_rate_study_recovers_a_sublinear_exponent_of_the_last_iterates(tmp_path:
 def test_measures_of_every_kind_decrease_along_real_runs(
     solver: str, problem: str, params: dict[str, Any], measure: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ZOFRAME_CACHE_DIR", str(tmp_path / "refcache"))
+    monkeypatch.setenv("ZOFRAME_CACHE", str(tmp_path / "cache"))
     rep = rate_study(solver, problem, seeds=2, budget=150, params=params, measure=measure, curve="min",
                      db=tmp_path / "m.sqlite", decades=1.0, n_boot=50)
     for run in rep.runs:

@@ -16,7 +16,7 @@ from zoframe_verify.problems import KKTQP, LassoComposite
 
 @pytest.fixture(autouse=True)
 def _cache_in_tmp(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZOFRAME_CACHE_DIR", str(tmp_path / "refcache"))
+    monkeypatch.setenv("ZOFRAME_CACHE", str(tmp_path / "cache"))
 
 
 def test_box_qp_matches_closed_form_and_sign_convention() -> None:

@@ -31,8 +31,8 @@ the *negative* of cvxpy's dual value for the equality written as ``A x + B y == 
 :func:`reference_solution` solves to high accuracy (Clarabel with tight tolerances by default),
 accepts only the status ``optimal`` and caches the answer as JSON, keyed by a hash of the problem's
 data and the versions of cvxpy and of the solver, in ``cache_dir`` (default: the environment
-variable ``ZOFRAME_CACHE_DIR``, else ``$XDG_CACHE_HOME/zoframe/references``, else
-``~/.cache/zoframe/references``). A repeated check is then a file read.
+variable ``ZOFRAME_CACHE`` (zoframe's cache root) + ``/references``, else
+``$XDG_CACHE_HOME/zoframe/references``, else ``~/.cache/zoframe/references``). A repeated check is then a file read.
 """
 
 from __future__ import annotations
@@ -153,12 +153,13 @@ class ReferenceSolution:
 
 
 def default_cache_dir() -> Path:
-    """``$ZOFRAME_CACHE_DIR``, else ``$XDG_CACHE_HOME/zoframe/references``, else ``~/.cache/...``."""
-    env = os.environ.get("ZOFRAME_CACHE_DIR")
+    """``$ZOFRAME_CACHE/references``, else ``$XDG_CACHE_HOME/zoframe/references``, else ``~/.cache/...``."""
+    env = os.environ.get("ZOFRAME_CACHE")
     if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "zoframe" / "references"
+        return Path(env) / "references"
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "zoframe" / "references"
 
 
 def _field(model: Any, name: str, default: Any = None) -> Any:
