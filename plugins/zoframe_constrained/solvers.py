@@ -101,12 +101,15 @@ class _PenaltyMinimax(SolverBase):
     restore_sample: int | None = param(None, doc="constraints checked per restoration round (None: all m)")
     restore_rounds: int = param(50, doc="at most this many restoration rounds")
     restore_mu: float = param(1e-6, doc="central-difference step of the constraint gradients in restoration")
+    restore_batch: int | None = param(None, doc="constraints corrected per restoration round (None: dim // 4)")
 
     def __post_init__(self) -> None:
         if self.restore_after is not None:
             check_int("restore_after", self.restore_after, minimum=0)
         if self.restore_sample is not None:
             check_int("restore_sample", self.restore_sample)
+        if self.restore_batch is not None:
+            check_int("restore_batch", self.restore_batch)
         check_positive("violation_tol", self.violation_tol)
         check_int("restore_rounds", self.restore_rounds)
         check_positive("restore_mu", self.restore_mu)
@@ -196,8 +199,9 @@ class _PenaltyMinimax(SolverBase):
             violation) or a uniform sample (then the max violation is a sampled one); if the max
             violation is ``<= violation_tol``, keep ``w``: ``terminate`` reports it, with how it was
             measured;
-        R2. take the nearly active constraints ``f_j(w) > -violation_tol``, at most ``dim`` of them
-            (the largest);
+        R2. take the nearly active constraints ``f_j(w) > -violation_tol``, at most
+            ``restore_batch`` of them (the largest; default ``dim // 4``: a square system would pin
+            ``w`` down completely and throw the objective away, fewer rows leave it room);
         R3. their gradients by central differences (one batched call, ``2 dim`` points);
         R4. the minimum-norm step ``delta`` with ``f_j(w) + grad f_j . delta = -violation_tol / 2``
             for those ``j`` (least squares): a Gauss-Newton projection onto them, exact in one round
@@ -216,8 +220,9 @@ class _PenaltyMinimax(SolverBase):
         if violation <= self.violation_tol:
             return dataclasses.replace(state, **done)  # type: ignore[type-var]
         near = np.flatnonzero(f > -self.violation_tol)  # R2
-        if near.shape[0] > oracle.dim:
-            near = near[np.argpartition(-f[near], oracle.dim - 1)[: oracle.dim]]
+        k = self.restore_batch or max(1, oracle.dim // 4)
+        if near.shape[0] > k:
+            near = near[np.argpartition(-f[near], k - 1)[:k]]
         V = ids[near]
         coord = CoordinateEstimator(mu=self.restore_mu)
         grads = coord.estimate(lambda X: oracle.constraints(X, V, purpose="restore"), w, rng, per_component=True)  # R3
