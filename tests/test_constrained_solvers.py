@@ -339,7 +339,7 @@ def test_bad_restoration_parameters(kwargs: dict[str, Any], match: str) -> None:
 
 
 def test_restoration_keeps_the_objective_on_breast_cancer_pairwise() -> None:
-    """The target of the issue: f0 <= 0.18 with max violation <= 1e-3 over all 18,868 pairs,
+    """The feasibility target: f0 <= 0.18 with max violation <= 1e-3 over all 18,868 pairs,
     reached by 400 adszog steps + restoration (median over 3 seeds)."""
     prob = zoframe.default_registry().make_problem("pairwise", dataset="breast-cancer")
     funs, viols = [], []
