@@ -46,3 +46,18 @@ def test_console_script_runs_the_demo() -> None:
     proc = subprocess.run([sys.executable, "-m", "zoframe.cli", "demo"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "Result(solver='zo-sgd'" in proc.stdout
+
+
+def test_saved_result_names_its_problem(tmp_path: Path) -> None:
+    import json
+
+    assert main(["solve", "quadratic", "--problem-arg", "dim=3", "--max-iter", "20", "--no-progress",
+                 "-o", str(tmp_path / "r")]) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["problem"] == "quadratic" and doc["problem_args"] == {"dim": 3} and doc["nit"] == 20
+
+
+def test_broken_pipe_is_quiet() -> None:
+    proc = subprocess.run(f"{sys.executable} -m zoframe.cli info zo-sgd | head -1", shell=True,
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr and proc.stdout.startswith("zo-sgd")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 import json
+import os
 import sys
 import textwrap
 from typing import Any
@@ -96,11 +97,14 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     print(res)
     known = getattr(problem, "known_solution", None)
     if callable(known):
-        sol = known()
-        print(f"distance to the known solution: {float(np.linalg.norm(res.x - sol['x'])):.4g}; "
-              f"objective gap: {res.fun - float(sol['fun']):.4g}")
+        try:
+            sol = known()
+            print(f"distance to the known solution: {float(np.linalg.norm(res.x - sol['x'])):.4g}; "
+                  f"objective gap: {res.fun - float(sol['fun']):.4g}")
+        except (ZoframeError, KeyError, ValueError) as exc:
+            print(f"(no known solution to compare with: {exc})")
     if args.output:
-        res.save(args.output)
+        res.save(args.output, metadata={"problem": args.problem, "problem_args": pkw})
         print(f"wrote {args.output}.json and {args.output}.npz")
     if args.verify:
         cmd = reg.commands().get("verify")
@@ -165,6 +169,15 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # e.g. `zoframe list | head`: the reader left, nothing to report
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     reg = default_registry()
     parser = build_parser(reg)
     args = parser.parse_args(argv)

@@ -207,7 +207,21 @@ class HasKnownSolution(Protocol):
 
 @runtime_checkable
 class HasCvxpyModel(Protocol):
-    """A problem that can state itself as a cvxpy model (used only by ``zoframe_verify``)."""
+    """A problem that can state itself as a cvxpy model (used only by ``zoframe_verify``).
+
+    ``cvxpy_model()`` returns one of
+
+    * a ``zoframe_verify.CvxpyModel(x, objective, constraints=(), y=())`` record (or a mapping with
+      those keys): the cvxpy Variable ``x``, the objective expression to minimise, the constraints
+      ``f_j(x) <= 0`` **in the order of the problem's constraint indices** (their sizes adding up to
+      ``m``; a vector constraint counts for its length), and for a composite problem the Variables
+      ``y_j`` of the blocks, with the coupling ``A x + sum_j B_j y_j = c`` as the last constraint;
+    * a pair ``(cvxpy.Problem, x)``.
+
+    Sign conventions of the duals a reference solution reports: inequality multipliers are
+    ``>= 0`` (``L = f0 + sum_j alpha_j f_j``); for a composite problem ``lam`` follows the ADMM paper
+    (``L = f + sum psi_j - <lam, A x + B y - c>``).
+    """
 
     def cvxpy_model(self) -> Any:
         ...

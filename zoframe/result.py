@@ -136,12 +136,17 @@ class Result:
     def to_json(self) -> str:
         return json.dumps(self.summary(), indent=2)
 
-    def save(self, path: str) -> None:
-        """Write ``PATH.json`` (summary) and ``PATH.npz`` (x, x_best, outputs, trace columns)."""
+    def save(self, path: str, *, metadata: Mapping[str, Any] | None = None) -> None:
+        """Write ``PATH.json`` (summary) and ``PATH.npz`` (x, x_best, outputs, trace columns).
+
+        ``metadata`` (JSON-serialisable, e.g. ``{"problem": "least-squares", "problem_args": {...}}``)
+        is stored in the JSON beside the summary, so that ``zoframe verify PATH`` can rebuild the problem.
+        """
         base = str(path).removesuffix(".json").removesuffix(".npz")
         arrays: dict[str, Array] = {"x": self.x, "x_best": self.x_best}
         arrays.update({f"outputs.{k}": np.asarray(v) for k, v in self.outputs.items()})
         arrays.update({f"trace.{k}": v for k, v in self.trace.columns.items()})
         np.savez(base + ".npz", **arrays)  # type: ignore[arg-type]
+        doc = {**dict(metadata or {}), **self.summary()}
         with open(base + ".json", "w", encoding="utf-8") as fh:
-            fh.write(self.to_json())
+            fh.write(json.dumps(doc, indent=2))
