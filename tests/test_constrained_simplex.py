@@ -119,3 +119,42 @@ def test_huge_values_keep_p_on_the_simplex() -> None:
         np.array([1, 2], dtype=np.intp), np.array([0.5, 0.5]), 0.0, 10, 1.0, Ascent(np.array([3]), np.array([1e17]), 1e-6)
     )
     np.testing.assert_array_equal(densify(support, values, floor, 10), np.eye(10)[3])
+
+
+@pytest.mark.parametrize(("a", "b", "violated"), [(0.9, 0.9, 0.5), (0.5, 0.1, 0.2), (0.1, 0.5, 0.0)])
+def test_adszog_floor_support_form_gives_the_dense_updates(a: float, b: float, violated: float) -> None:
+    """ADSZOG's l.6, l.7, l.15 and the flush in the floor + support form (PZ) against a plain dense
+    reference written with zoframe.sets.project_simplex, over 2000 random steps."""
+    from zoframe_constrained.simplex import PZ, pz_average, pz_ema, pz_flush, pz_project
+
+    rng = np.random.default_rng(6)
+    m, k, lam, eta = 400, 12, 1e-3, 0.05
+    p = np.full(m, 1.0 / m)
+    z = -lam * p
+    pz = PZ(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.intp), 1.0 / m, -lam / m, m)
+    threshold = 1e-250
+    worst = 0.0
+    sizes = []
+    for t in range(1, 2001):
+        step = eta / (np.sqrt(np.linalg.norm(z)) + 1e-8)
+        p = (1 - a) * p + a * project_simplex(p + step * z)  # reference l.6, l.7
+        idx = rng.choice(m, size=k, replace=False)
+        gain = m / k * np.maximum(rng.standard_normal(k) - 1.0, 0.0) ** 2 * (rng.random() < violated)
+        h = -lam * p
+        h[idx] += gain
+        z = (1 - b) * z + b * h  # reference l.15
+        if t % 16 == 0:
+            p[p < threshold] = 0.0
+            z[np.abs(z) < threshold] = 0.0
+        step_pz = eta / (np.sqrt(pz.norm_z()) + 1e-8)
+        pz = pz_average(pz, pz_project(pz, step_pz), a)
+        pz = pz_ema(pz, Ascent(idx=idx, gain=gain, lam=lam), b)
+        if t % 16 == 0:
+            pz = pz_flush(pz, threshold)
+        assert pz.support is not None
+        sizes.append(pz.support.shape[0])
+        worst = max(worst, float(np.abs(pz.dense_p() - p).max()), float(np.abs(densify(pz.support, pz.z, pz.z_floor, m) - z).max()))
+    assert worst <= 1e-12
+    assert abs(p.sum() - 1.0) <= 1e-9
+    if (a, b) == (0.9, 0.9):  # short memory: entries touched long ago fall back into the floor block
+        assert max(sizes[300:]) < m // 4, max(sizes[300:])
