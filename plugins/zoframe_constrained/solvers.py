@@ -137,7 +137,9 @@ class _PenaltyMinimax(SolverBase):
         check_batch("M3", self.M3, oracle.m, "constraints m")
 
     def calls_per_step(self, oracle: CountingOracle) -> int:
-        """``rows * (|M1| + |M2|) + |M3|`` evaluations (``rows = q + 1`` for the Gaussian estimator)."""
+        """``rows * (|M1| + |M2|) + |M3|`` evaluations per penalty step (``rows = q + 1`` for the Gaussian
+        estimator). A restoration round costs the constraints it checks (``m`` or ``restore_sample``)
+        plus ``2 dim`` per corrected constraint."""
         return int(self.gradient_estimator().rows(oracle.dim)) * (self.M1 + self.M2) + self.M3
 
     # ------------------------------------------------------------------ the two estimators
