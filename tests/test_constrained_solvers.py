@@ -353,3 +353,13 @@ def test_restoration_keeps_the_objective_on_breast_cancer_pairwise() -> None:
         viols.append(r.measures["max_violation"])
     assert np.median(viols) <= 1e-3
     assert np.median(funs) <= 0.18, funs
+
+
+def test_divergence_is_reported_with_what_to_change() -> None:
+    """Plain DSZOG with a step too large for the penalty blows up: the run stops with advice."""
+    prob = zoframe.default_registry().make_problem("gen")
+    with pytest.raises(zoframe.RunFailedError) as info:
+        zoframe.minimize(prob, "dszog", rng=0, max_iter=300, record_every=0, eta_w=0.05)
+    assert isinstance(info.value.__cause__, NonFiniteValueError)
+    assert "diverged" in str(info.value) and "Lower eta_w" in str(info.value)
+    assert info.value.result.nit < 300

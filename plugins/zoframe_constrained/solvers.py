@@ -76,6 +76,19 @@ def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
     return vals
 
 
+def _diverged(w: Array, solver: _PenaltyMinimax, t: int) -> Array:
+    """``w``, after checking it has not blown up (a step too large for the penalty's curvature).
+
+    Entries beyond ``1e100`` count as diverged: squaring the values they produce would overflow.
+    """
+    if not float(np.max(np.abs(w))) < 1e100:  # also catches NaN
+        raise NonFiniteValueError(
+            f"{type(solver).__name__} diverged at step {t}: |w| exceeds 1e100. Lower eta_w "
+            f"(now {solver.eta_w:g}) or beta (now {solver.beta:g}); adszog's adaptive steps diverge less easily."
+        )
+    return w
+
+
 def _norm(v: Array) -> float:
     """Euclidean norm (einsum: cheaper than np.linalg.norm, and no BLAS threads for a 1-D product)."""
     return math.sqrt(float(np.einsum("i,i->", v, v)))
@@ -340,7 +353,7 @@ class DSZOG(_PenaltyMinimax):
         M2 = self.sample_p(oracle, state, rng)  # Alg. 1 l.6
         G = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.8 (l.4: directions drawn here)
         H = self.H(oracle, w, M3)  # Alg. 1 l.9
-        w = w - self.eta_w * G  # Alg. 1 l.10
+        w = _diverged(w - self.eta_w * G, self, state.t + 1)  # Alg. 1 l.10
         p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
         return DSZOGState(x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1)
 
@@ -449,7 +462,7 @@ class ADSZOG(_PenaltyMinimax):
             return self.restore(oracle, state, rng)
         a, b, c = self.a, self.b, self.c
         pz = state.pz()
-        w = state.x - (self.eta_w / (math.sqrt(_norm(state.z_w)) + c)) * state.z_w  # Alg. 1 l.5
+        w = _diverged(state.x - (self.eta_w / (math.sqrt(_norm(state.z_w)) + c)) * state.z_w, self, state.t + 1)  # l.5
         p_hat = pz_project(pz, self.eta_p / (math.sqrt(pz.norm_z()) + c))  # Alg. 1 l.6
         pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
         M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.9, l.11
