@@ -36,11 +36,20 @@ def test_verify_a_saved_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert data["measures"]["grad_norm"] < 0.1 and data["measures"]["dist_to_reference"] < 0.1
 
 
-def test_verify_needs_the_problem_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_reads_the_problem_from_the_run_or_needs_its_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "run"
     assert main(["solve", "quadratic", "--max-iter", "5", "--no-progress", "-o", str(out)]) in (0, 1)
     capsys.readouterr()
-    assert main(["verify", str(out)]) == 2
+    assert main(["verify", str(out)]) == 0  # `zoframe solve -o` records the problem and its arguments
+    assert "verification report: quadratic" in capsys.readouterr().out
+    import zoframe
+    from zoframe_basic.problems import Quadratic
+
+    bare = tmp_path / "bare"
+    zoframe.minimize(Quadratic(), "zo-sgd", rng=0, max_iter=5).save(str(bare))  # saved without metadata
+    assert main(["verify", str(bare)]) == 2
     assert "--problem NAME" in capsys.readouterr().err
     assert main(["verify", str(tmp_path / "missing"), "--problem", "quadratic"]) == 2
     assert "no saved run" in capsys.readouterr().err
