@@ -157,6 +157,7 @@ class CountingOracle:
         self.has_gradient = isinstance(problem, HasGradient)
         self.has_constraint_gradient = isinstance(problem, HasConstraintGradient)
         self.has_minimax_gradient = isinstance(problem, HasMinimaxGradient)
+        self._all: dict[int, IntArray] = {}
         self.monitor = MonitorOracle(self)
 
     # ------------------------------------------------------------------ public evaluation API
@@ -292,7 +293,11 @@ class CountingOracle:
 
     def _indices(self, idx: Any, size: int, what: str) -> IntArray:
         if idx is None:
-            return np.arange(size, dtype=np.intp)
+            full = self._all.get(size)
+            if full is None:
+                full = self._all[size] = np.arange(size, dtype=np.intp)
+                full.setflags(write=False)
+            return full
         ids = np.asarray(idx)
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or ids.size == 0:
             if ids.ndim == 0:
@@ -300,10 +305,11 @@ class CountingOracle:
             if ids.ndim == 1 and ids.size == 0:
                 raise ShapeError(f"empty batch of {what} indices: a batch needs at least one index")
             raise ShapeError(f"{what} indices must be a 1-D integer array, got {ids.dtype} of shape {ids.shape}")
-        lo, hi = int(ids.min()), int(ids.max())
-        if lo < 0 or hi >= size:
-            raise ShapeError(f"{what} index out of range: got {lo if lo < 0 else hi}, valid range is 0..{size - 1}")
         out = ids.astype(np.intp, copy=True)
+        # one reduction checks both ends: negative indices are huge when read as unsigned
+        if int(out.view(np.uintp).max()) >= size:
+            bad = int(out[(out < 0) | (out >= size)][0])
+            raise ShapeError(f"{what} index out of range: got {bad}, valid range is 0..{size - 1}")
         out.setflags(write=False)
         return out
 
@@ -352,8 +358,10 @@ class CountingOracle:
                 ) from exc
             out = np.concatenate(parts, axis=0)
         self.seconds += time.perf_counter() - t0
-        # one reduction detects NaN/inf cheaply (a finite sum can only overflow: then check exactly)
-        if not math.isfinite(float(out.sum())) and not np.isfinite(out).all():
+        # NaN or inf make the sum of squares non-finite (one fused pass); a finite overflow is
+        # told apart by the exact check
+        flat = out.reshape(-1)
+        if not math.isfinite(float(flat @ flat)) and not np.isfinite(out).all():
             out = self._nonfinite(out, arrays, ids, kind)
         return out
 
