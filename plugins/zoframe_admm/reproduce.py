@@ -51,7 +51,7 @@ ATTACK_PARAMS: dict[str, dict[str, Any]] = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--datasets", nargs="+", default=["20news", "a9a", "w8a"],
                         help="fused-lasso datasets among 20news, a9a, w8a (covtype is unavailable)")
-    parser.add_argument("--quick", action="store_true", help="small subsamples and short runs (about a minute)")
+    parser.add_argument("--quick", action="store_true", help="small subsamples and short runs (about 1.5 minutes on 2 cores)")
     parser.add_argument("--out", default="admm-reproduction", help="output directory for PNG, CSV and summary.json")
     parser.add_argument("--seconds", type=float, default=None, help="CPU seconds per solver and dataset (30; quick: 2)")
     parser.add_argument("--n-samples", type=int, default=None, help="subsample each dataset (all; quick: 2000)")
