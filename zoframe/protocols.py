@@ -40,7 +40,10 @@ IntArray = NDArray[np.intp]
 class ConvexSet(Protocol):
     """A closed convex set with a Euclidean projection."""
 
-    dim: int
+    @property
+    def dim(self) -> int:
+        """Dimension of the space the set lives in."""
+        ...
 
     def project(self, x: Array) -> Array:
         """Project a point ``(d,)`` or each row of ``(k, d)`` onto the set."""
