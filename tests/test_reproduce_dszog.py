@@ -90,3 +90,14 @@ def test_sensitivity_plan_and_paper_numbers() -> None:
     # the printed tables: every method of Tables 2 and 3 on every data set
     assert all(len(v) == 6 for v in PAPER["pairwise"].values()) and all(len(v) == 6 for v in PAPER["fairness"].values())
     assert all(len(s.values) == len(next(iter(s.paper.values()))) for s in SENSITIVITY)
+
+
+def test_select_feasible_is_recorded_and_reselects(tmp_path: Path) -> None:
+    args = [*TINY, "--seeds", "1", "--methods", "zopsgd", "--out", str(tmp_path)]
+    assert main(["reproduce", "dszog", *args]) == 0
+    hp = json.loads((tmp_path / "fairness" / "hparams.json").read_text())["fairness|D1|zopsgd"]
+    assert hp["_select_feasible"] is None
+    # a feasibility rule changes the selection rule: the cell is selected again, and recorded
+    assert main(["reproduce", "dszog", *args, "--select-feasible", "1e-3"]) == 0
+    hp = json.loads((tmp_path / "fairness" / "hparams.json").read_text())["fairness|D1|zopsgd"]
+    assert hp["_select_feasible"] == 1e-3 and hp["_grid_points"] == 2
