@@ -138,3 +138,19 @@ def test_unpicklable_problem_on_a_process_pool_is_a_clear_error() -> None:
         o = CountingOracle(prob, executor=ex, chunks=2)
         with pytest.raises(zoframe.InvalidInputError, match="must be picklable"):
             o.objective(np.zeros((4, 2)))
+
+
+def test_sampled_batches_are_valid_read_only_and_trusted_only_where_they_fit() -> None:
+    o = CountingOracle(SmokeConstrained())  # n = 8 components, m = 6 constraints
+    rng = np.random.default_rng(0)
+    idx = o.sample(5, rng)
+    assert idx.dtype == np.intp and not idx.flags.writeable and len(set(idx.tolist())) == 5
+    assert o.objective(np.zeros(4), idx).shape == (1, 5) and o.calls == 5
+    big = np.array([7], dtype=np.intp)
+    big.setflags(write=False)
+    o._trusted[id(big)] = (big, 8)  # drawn from 8 components: not valid for the 6 constraints
+    with pytest.raises(ShapeError, match="index out of range: got 7"):
+        o.constraints(np.zeros(4), big)
+    with pytest.raises(zoframe.InvalidInputError, match="cannot draw 9 distinct"):
+        o.sample(9, rng)
+    assert o.sample(9, rng, replace=True).shape == (9,)

@@ -158,6 +158,7 @@ class CountingOracle:
         self.has_constraint_gradient = isinstance(problem, HasConstraintGradient)
         self.has_minimax_gradient = isinstance(problem, HasMinimaxGradient)
         self._all: dict[int, IntArray] = {}
+        self._trusted: dict[int, tuple[IntArray, int]] = {}
         self.monitor = MonitorOracle(self)
 
     # ------------------------------------------------------------------ public evaluation API
@@ -246,6 +247,31 @@ class CountingOracle:
             )
         return gx, gy
 
+    def sample(
+        self, size: int, rng: np.random.Generator, *, population: str = "components", replace: bool = False
+    ) -> IntArray:
+        """Draw a mini-batch of indices (``rng.choice``), uniformly, from the components or constraints.
+
+        The batch is read-only and known to be valid, so passing it back to the oracle skips the
+        index checks (the fast path of every stochastic solver). Drawing is not an evaluation.
+        """
+        if population == "components":
+            total = self.n
+        elif population == "constraints":
+            total = self.m
+        else:
+            raise InvalidInputError(f"population must be 'components' or 'constraints', got {population!r}")
+        if not replace and size > total:
+            raise InvalidInputError(
+                f"cannot draw {size} distinct {population} out of {total}; use a smaller batch or replace=True"
+            )
+        ids = np.asarray(rng.choice(total, size=size, replace=replace), dtype=np.intp)
+        ids.setflags(write=False)
+        self._trusted[id(ids)] = (ids, total)  # holding a reference keeps id(ids) unique
+        if len(self._trusted) > 32:
+            self._trusted.pop(next(iter(self._trusted)))
+        return ids
+
     def linear_constraints(self) -> tuple[Array, Array]:
         """White-box ``(D, e)`` with ``D x <= e`` (copies), for projection / LMO baselines.
 
@@ -298,6 +324,10 @@ class CountingOracle:
                 full = self._all[size] = np.arange(size, dtype=np.intp)
                 full.setflags(write=False)
             return full
+        drawn = self._trusted.get(id(idx))
+        if drawn is not None and drawn[0] is idx and drawn[1] <= size:
+            trusted: IntArray = drawn[0]  # drawn by sample() from range(drawn[1]): read-only and valid here
+            return trusted
         ids = np.asarray(idx)
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or ids.size == 0:
             if ids.ndim == 0:

@@ -25,7 +25,7 @@ class SGDState:
 def _minibatch(oracle: CountingOracle, batch: int | None, rng: np.random.Generator) -> Any:
     if batch is None or batch >= oracle.n:
         return None  # all components
-    return rng.choice(oracle.n, size=batch, replace=False)
+    return oracle.sample(batch, rng)
 
 
 @dataclass(frozen=True)
