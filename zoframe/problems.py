@@ -40,7 +40,7 @@ from zoframe.errors import InvalidInputError, ShapeError
 from zoframe.oracle import MonitorOracle
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
 
-__all__ = ["Composite", "Constrained", "FiniteSum", "Minimax"]
+__all__ = ["Composite", "Constrained", "FiniteSum", "HalfSquaredResiduals", "Minimax"]
 
 
 def _vector(x: Any, name: str) -> Array:
@@ -252,4 +252,32 @@ class Composite:
             out["fun"] = f + sum(p.value(y) for p, y in zip(self.penalties, ys))
             r = self.A @ x + sum(b @ y for b, y in zip(self.B, ys)) - self.c
             out["residual"] = float(np.linalg.norm(r))
+        return out
+
+
+class HalfSquaredResiduals:
+    """Mixin: components ``l_i(x) = (a_i^T x - b_i)^2 / 2`` with rows ``a_i = data[i]``, ``b_i = target[i]``.
+
+    A problem class (usually a frozen dataclass) that holds ``data`` (``(n, d)``) and ``target``
+    (``(n,)``) gets the batched ``components``, white-box ``component_gradients`` and the
+    ``full_gradient`` of the average from here.
+    """
+
+    data: Array
+    target: Array
+    n: int
+
+    def components(self, X: Array, idx: IntArray) -> Array:
+        r = X @ self.data[idx].T - self.target[idx]
+        out: Array = 0.5 * r * r
+        return out
+
+    def component_gradients(self, x: Array, idx: IntArray) -> Array:
+        r = self.data[idx] @ x - self.target[idx]
+        out: Array = r[:, None] * self.data[idx]
+        return out
+
+    def full_gradient(self, x: Array) -> Array:
+        """Gradient of ``(1/n) sum_i l_i``."""
+        out: Array = self.data.T @ (self.data @ x - self.target) / self.n
         return out

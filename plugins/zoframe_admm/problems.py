@@ -36,6 +36,7 @@ from zoframe.errors import InvalidInputError
 from zoframe.measures import admm_stationarity, central_difference_gradient
 from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1, SquaredL2
+from zoframe.problems import HalfSquaredResiduals
 from zoframe.protocols import Array, IntArray, Penalty
 from zoframe_admm.penalties import BlockGroupL2, overlapping_groups_matrix
 
@@ -70,7 +71,7 @@ def _composite_measures(
 
 # --------------------------------------------------------------------------- toy problem
 @dataclass(frozen=True, eq=False)
-class FusedLassoToy:
+class FusedLassoToy(HalfSquaredResiduals):
     """``(1/n) sum_i (a_i^T x - b_i)^2 / 2 + tau1 ||x||_1 + tau2 ||D x||_1`` (convex, small).
 
     ``D`` is the ``(d-1) x d`` first-difference matrix; the data have a piecewise-constant sparse
@@ -120,19 +121,6 @@ class FusedLassoToy:
         object.__setattr__(self, "x0", np.zeros(self.dim))
         object.__setattr__(self, "y0", (np.zeros(self.dim), np.zeros(self.dim - 1)))
 
-    def components(self, X: Array, idx: IntArray) -> Array:
-        r = X @ self.data[idx].T - self.target[idx]
-        out: Array = 0.5 * r * r
-        return out
-
-    def component_gradients(self, x: Array, idx: IntArray) -> Array:
-        r = self.data[idx] @ x - self.target[idx]
-        out: Array = r[:, None] * self.data[idx]
-        return out
-
-    def full_gradient(self, x: Array) -> Array:
-        out: Array = self.data.T @ (self.data @ x - self.target) / self.n
-        return out
 
     def cvxpy_model(self) -> Any:
         """``(problem, x)`` as a cvxpy model (tests and verification only)."""

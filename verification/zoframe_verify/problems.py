@@ -22,6 +22,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1
+from zoframe.problems import HalfSquaredResiduals
 from zoframe.protocols import Array, IntArray, Penalty
 from zoframe_verify.reference import CvxpyModel
 
@@ -221,7 +222,7 @@ class SaddleQuadratic:
 
 
 @dataclass(frozen=True, eq=False)
-class LassoComposite:
+class LassoComposite(HalfSquaredResiduals):
     """``min (1/n) sum_i (a_i^T x - b_i)^2 / 2 + tau ||y||_1`` s.t. ``x - y = 0`` (``A = I``, ``B = -I``).
 
     Sparse planted solution; white-box gradients of the smooth part; a cvxpy model for the reference
@@ -266,15 +267,6 @@ class LassoComposite:
         object.__setattr__(self, "x0", np.zeros(self.dim))
         object.__setattr__(self, "y0", (np.zeros(self.dim),))
 
-    def components(self, X: Array, idx: IntArray) -> Array:
-        r = X @ self.data[idx].T - self.target[idx]
-        out: Array = 0.5 * r * r
-        return out
-
-    def component_gradients(self, x: Array, idx: IntArray) -> Array:
-        r = self.data[idx] @ x - self.target[idx]
-        out: Array = r[:, None] * self.data[idx]
-        return out
 
     def cvxpy_model(self) -> CvxpyModel:
         cp: Any = importlib.import_module("cvxpy")

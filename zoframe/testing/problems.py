@@ -17,6 +17,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1
+from zoframe.problems import HalfSquaredResiduals
 from zoframe.protocols import Array, IntArray, Penalty
 
 __all__ = ["SmokeComposite", "SmokeConstrained", "SmokeFiniteSum", "SmokeMinimax", "smoke_problem"]
@@ -186,7 +187,7 @@ class SmokeMinimax:
 
 
 @dataclass(frozen=True, eq=False)
-class SmokeComposite:
+class SmokeComposite(HalfSquaredResiduals):
     """Lasso in ADMM form: ``(1/n) sum_i 0.5 (a_i^T x - b_i)^2 + w ||y||_1`` s.t. ``x - y = 0``."""
 
     kind: ClassVar[str] = "composite"
@@ -216,15 +217,6 @@ class SmokeComposite:
         object.__setattr__(self, "x0", _ro(np.zeros(self.dim)))
         object.__setattr__(self, "y0", (_ro(np.zeros(self.dim)),))
 
-    def components(self, X: Array, idx: IntArray) -> Array:
-        r = X @ self.data[idx].T - self.target[idx]
-        out: Array = 0.5 * r * r
-        return out
-
-    def component_gradients(self, x: Array, idx: IntArray) -> Array:
-        r = self.data[idx] @ x - self.target[idx]
-        out: Array = r[:, None] * self.data[idx]
-        return out
 
     def _merit(self, x: Array) -> float:
         r = self.data @ x - self.target
