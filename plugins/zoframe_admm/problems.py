@@ -121,7 +121,6 @@ class FusedLassoToy(HalfSquaredResiduals):
         object.__setattr__(self, "x0", np.zeros(self.dim))
         object.__setattr__(self, "y0", (np.zeros(self.dim), np.zeros(self.dim - 1)))
 
-
     def cvxpy_model(self) -> Any:
         """``(problem, x)`` as a cvxpy model (tests and verification only)."""
         import cvxpy as cp

@@ -267,7 +267,6 @@ class LassoComposite(HalfSquaredResiduals):
         object.__setattr__(self, "x0", np.zeros(self.dim))
         object.__setattr__(self, "y0", (np.zeros(self.dim),))
 
-
     def cvxpy_model(self) -> CvxpyModel:
         cp: Any = importlib.import_module("cvxpy")
 

@@ -217,7 +217,6 @@ class SmokeComposite(HalfSquaredResiduals):
         object.__setattr__(self, "x0", _ro(np.zeros(self.dim)))
         object.__setattr__(self, "y0", (_ro(np.zeros(self.dim)),))
 
-
     def _merit(self, x: Array) -> float:
         r = self.data @ x - self.target
         return float(0.5 * np.mean(r * r) + self.penalties[0].value(x))
