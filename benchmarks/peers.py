@@ -19,8 +19,8 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 For the zoframe solvers, the point reported is the best feasible iterate seen by the checks (the
 ``last_iterate_*`` fields give the final iterate). The clock counts each method's own time: the target checks (objective over all n samples and the
 exact violation, after every peer evaluation and every 10 zoframe iterations) are subtracted. For
-a9a the objective target is the level scipy's COBYLA reaches feasibly within the budget (as in the
-issue's statement of the target), or ``--target-a9a`` when given. Prints ONE final line of JSON::
+a9a the objective target is the level scipy's COBYLA reaches feasibly within the budget (the
+benchmark's definition of the target), or ``--target-a9a`` when given. Prints ONE final line of JSON::
 
     python benchmarks/peers.py --budget 60
 """
