@@ -40,7 +40,7 @@ from zoframe.errors import InvalidInputError, ShapeError
 from zoframe.oracle import MonitorOracle
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
 
-__all__ = ["Composite", "Constrained", "FiniteSum", "HalfSquaredResiduals", "Minimax"]
+__all__ = ["Composite", "Constrained", "FiniteSum", "HalfSquaredResiduals", "Minimax", "constrained_measures"]
 
 
 def _vector(x: Any, name: str) -> Array:
@@ -74,6 +74,22 @@ def _eval_batched(
         for s, i in enumerate(idx):
             out[r, s] = fn(*row) if n == 1 else fn(*row, int(i))
     return out
+
+
+def constrained_measures(x: Array, monitor: MonitorOracle, violation_tol: float) -> dict[str, float]:
+    """Objective and violation measures of a constrained problem at ``x`` (a full pass over all m).
+
+    ``fun`` (the objective), ``max_violation`` and ``mean_violation`` (of ``max(f_j, 0)``) and
+    ``frac_violated`` (the fraction of constraints above ``violation_tol``).
+    """
+    g = monitor.constraints(x)[0]
+    viol = np.maximum(g, 0.0)
+    return {
+        "fun": float(monitor.objective(x).mean()),
+        "max_violation": float(viol.max()),
+        "mean_violation": float(viol.mean()),
+        "frac_violated": float(np.mean(g > violation_tol)),
+    }
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,15 +155,7 @@ class Constrained:
         return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False)
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
-        x = outputs["x"]
-        g = monitor.constraints(x)[0]
-        viol = np.maximum(g, 0.0)
-        return {
-            "fun": float(monitor.objective(x).mean()),
-            "max_violation": float(viol.max()),
-            "mean_violation": float(viol.mean()),
-            "frac_violated": float(np.mean(g > self.violation_tol)),
-        }
+        return constrained_measures(outputs["x"], monitor, self.violation_tol)
 
 
 @dataclass(frozen=True, eq=False)

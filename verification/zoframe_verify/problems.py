@@ -22,7 +22,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1
-from zoframe.problems import HalfSquaredResiduals
+from zoframe.problems import HalfSquaredResiduals, constrained_measures
 from zoframe.protocols import Array, IntArray, Penalty
 from zoframe_verify.reference import CvxpyModel
 
@@ -130,15 +130,7 @@ class KKTQP:
         return {"x": x, "fun": 0.5 * float(np.sum((x - self.c_bar) ** 2)) + self._spread, "multipliers": alpha}
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
-        x = outputs["x"]
-        g = monitor.constraints(x)[0]
-        viol = np.maximum(g, 0.0)
-        return {
-            "fun": float(monitor.objective(x).mean()),
-            "max_violation": float(viol.max()),
-            "mean_violation": float(viol.mean()),
-            "frac_violated": float(np.mean(g > self.violation_tol)),
-        }
+        return constrained_measures(outputs["x"], monitor, self.violation_tol)
 
 
 @dataclass(frozen=True, eq=False)
