@@ -205,25 +205,23 @@ class CountingOracle:
         """White-box constraint gradients ``(b, d)`` (first-order baselines and linearisation)."""
         if not self.has_constraint_gradient:
             raise InvalidInputError("this problem provides no constraint gradients (HasConstraintGradient)")
-        pts = _as_points(x, self.dim, "constraint_gradient")
-        if pts.shape[0] != 1:
-            raise ShapeError("constraint_gradient: one point at a time")
-        ids = self._indices(idx, self.m, "constraint")
-        return self._gradient_call(
-            lambda i: self._problem.constraint_gradients(pts[0], i), ids, (len(ids), self.dim), purpose
-        )
+        return self._white_box_gradient("constraint_gradient", "constraint_gradients", self.m, "constraint", x, idx, purpose)
 
     def gradient(self, x: Any, idx: Any = None, *, purpose: str = "gradient") -> Array:
         """White-box component gradients ``(b, d)`` (first-order baselines only)."""
         if not self.has_gradient:
             raise InvalidInputError("this problem provides no component gradients (HasGradient)")
-        pts = _as_points(x, self.dim, "gradient")
+        return self._white_box_gradient("gradient", "component_gradients", self.n, "component", x, idx, purpose)
+
+    def _white_box_gradient(
+        self, what: str, method: str, size: int, index_kind: str, x: Any, idx: Any, purpose: str
+    ) -> Array:
+        pts = _as_points(x, self.dim, what)
         if pts.shape[0] != 1:
-            raise ShapeError("gradient: one point at a time")
-        ids = self._indices(idx, self.n, "component")
-        return self._gradient_call(
-            lambda i: self._problem.component_gradients(pts[0], i), ids, (len(ids), self.dim), purpose
-        )
+            raise ShapeError(f"{what}: one point at a time")
+        ids = self._indices(idx, size, index_kind)
+        fn = getattr(self._problem, method)
+        return self._gradient_call(lambda i: fn(pts[0], i), ids, (len(ids), self.dim), purpose)
 
     def minimax_gradients(
         self, x: Any, y: Any, idx: Any = None, *, purpose: str = "gradient"
