@@ -332,7 +332,7 @@ def test_restoration_gives_up_after_restore_rounds() -> None:
     assert r.message.startswith("feasibility restoration stopped after 3 rounds")
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [({"restore_after": -1}, "restore_after"), ({"violation_tol": 0.0}, "violation_tol"), ({"restore_sample": 0}, "restore_sample")])
+@pytest.mark.parametrize(("kwargs", "match"), [({"restore_after": -1}, "restore_after"), ({"restore_every": 0}, "restore_every"), ({"violation_tol": 0.0}, "violation_tol"), ({"restore_sample": 0}, "restore_sample")])
 def test_bad_restoration_parameters(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(InvalidParameterError, match=match):
         DSZOG(**kwargs)
@@ -363,3 +363,87 @@ def test_divergence_is_reported_with_what_to_change() -> None:
     assert isinstance(info.value.__cause__, NonFiniteValueError)
     assert "diverged" in str(info.value) and "Lower eta_w" in str(info.value)
     assert info.value.result.nit < 300
+
+
+# ---------------------------------------------------------------------- restoration step and snapshots
+def test_least_distance_step_is_the_projection_onto_the_halfspaces() -> None:
+    """Known answers: one halfspace (closed form) and many random ones (cvxpy's projection)."""
+    from zoframe_constrained.solvers import least_distance_step
+
+    g = np.array([3.0, 4.0])
+    np.testing.assert_allclose(least_distance_step(g[None, :], np.array([-1.0])), -g / 25.0, atol=1e-12)
+    rng = np.random.default_rng(0)
+    for k, d in ((3, 8), (40, 8), (400, 20)):
+        G = rng.standard_normal((k, d))
+        b = G @ rng.standard_normal(d) + rng.uniform(0.0, 0.5, k)  # feasible; 0 is not when some b < 0
+        delta = cp.Variable(d)
+        cp.Problem(cp.Minimize(cp.sum_squares(delta)), [G @ delta <= b]).solve()
+        out = least_distance_step(G, b)
+        assert float(np.max(G @ out - b)) <= 1e-8
+        np.testing.assert_allclose(out, delta.value, atol=1e-5)
+
+
+def test_least_distance_step_falls_back_on_inconsistent_rows() -> None:
+    """x <= -1 and -x <= -1 have no solution: the least-squares step (here 0) instead of a crash."""
+    from zoframe_constrained.solvers import least_distance_step
+
+    out = least_distance_step(np.array([[1.0], [-1.0]]), np.array([-1.0, -1.0]))
+    assert np.all(np.isfinite(out)) and abs(float(out[0])) < 1e-12
+
+
+def test_restoration_with_thousands_of_violated_constraints_takes_few_rounds() -> None:
+    """Hundreds of 20,000 random halfspaces around a feasible point violated at x0: restoration (all
+    nearly active rows per round) is feasible over all constraints within 5 rounds and moves x no
+    further than the exact projection onto the halfspaces (within 1%)."""
+    rng = np.random.default_rng(1)
+    d, m = 20, 20_000
+    D = rng.standard_normal((m, d))
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    x_in = rng.standard_normal(d)
+    e = D @ x_in + rng.uniform(0.0, 3.0, m)  # x_in is feasible
+    x0 = x_in + 0.3 * rng.standard_normal(d) / np.sqrt(d)
+    assert 100 <= int(np.sum(D @ x0 > e)) <= 2000
+
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return X @ D[idx].T - e[idx]
+
+    prob = zoframe.Constrained(lambda X: ((X - x0) ** 2).sum(1), con, m=m, x0=x0, convex_constraints=True)
+    r = zoframe.minimize(prob, "dszog", rng=0, max_iter=50, M1=1, M2=4, M3=4, restore_after=0, violation_tol=1e-6)
+    assert r.message.startswith("feasible"), r.message
+    assert r.nit <= 5
+    assert float(np.max(D @ r.x - e)) <= 1e-6
+    y = cp.Variable(d)
+    cp.Problem(cp.Minimize(cp.sum_squares(y - x0)), [D @ y <= e - 5e-7]).solve(solver=cp.CLARABEL)
+    assert np.linalg.norm(r.x - x0) <= 1.01 * np.linalg.norm(y.value - x0)
+
+
+@pytest.mark.parametrize("name", ["dszog", "adszog"])
+def test_restore_every_keeps_feasible_snapshots_and_leaves_the_iterates_alone(
+    convex: tuple[Any, np.ndarray, float], name: str
+) -> None:
+    """Snapshots every 100 steps: x_feasible is feasible over all constraints (checked here, not by the
+    solver), was taken at step 300, and the penalty iterates are exactly those of a run without them."""
+    prob, _, f_star = convex
+    kw: dict[str, Any] = {"M1": 16, "M2": 16, "M3": 32, "beta": 100.0, "record_every": 0}
+    plain = zoframe.minimize(prob, name, rng=2, max_iter=300, **kw)
+    snap = zoframe.minimize(prob, name, rng=2, max_iter=300, restore_every=100, violation_tol=1e-4, **kw)
+    np.testing.assert_array_equal(plain.x, snap.x)
+    assert snap.nfev > plain.nfev and snap.nfev_by_purpose["restore"] > 0
+    xf = np.asarray(snap.outputs["x_feasible"])
+    full = prob.constraints(xf[None, :], np.arange(prob.m))[0]
+    assert float(full.max()) <= 1e-4
+    assert float(snap.outputs["feasible_max_violation"]) <= 1e-4
+    assert float(snap.outputs["feasible_step"]) == 300
+    assert float(snap.outputs["feasible_checked"]) == prob.m
+    assert abs(float(prob.objective(xf[None, :], np.arange(prob.n)).mean()) - f_star) < 0.05
+    assert "x_feasible" not in plain.outputs
+
+
+def test_restore_every_resumes_from_a_checkpoint(tmp_path: Any, convex: tuple[Any, np.ndarray, float]) -> None:
+    prob, _, _ = convex
+    kw: dict[str, Any] = {"M1": 8, "M2": 8, "M3": 8, "record_every": 0, "restore_every": 15, "beta": 100.0}
+    straight = zoframe.minimize(prob, "adszog", rng=3, max_iter=40, **kw)
+    zoframe.minimize(prob, "adszog", rng=3, max_iter=20, checkpoint=tmp_path / "a", **kw)
+    resumed = zoframe.minimize(prob, "adszog", max_iter=40, resume=tmp_path / "a", **kw)
+    np.testing.assert_array_equal(straight.outputs["x_feasible"], resumed.outputs["x_feasible"])
+    np.testing.assert_array_equal(straight.x, resumed.x)

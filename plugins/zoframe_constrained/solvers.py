@@ -53,7 +53,7 @@ from zoframe_constrained.simplex import (
     sparsify,
 )
 
-__all__ = ["ADSZOG", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState"]
+__all__ = ["ADSZOG", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState", "least_distance_step"]
 
 #: ADSZOG flushes tiny entries of p and z_p every this many steps
 _FLUSH_EVERY = 16
@@ -94,6 +94,34 @@ def _norm(v: Array) -> float:
     return math.sqrt(float(np.einsum("i,i->", v, v)))
 
 
+def least_distance_step(G: Array, b: Array) -> Array:
+    """The shortest ``delta`` with ``G delta <= b`` (a least-distance program).
+
+    Solved through non-negative least squares (Lawson & Hanson, *Solving Least Squares Problems*,
+    1974, ch. 23): with ``E = [-G^T; -b^T]`` and ``e`` the last unit vector, ``u = argmin_{u >= 0}
+    ||E u - e||`` and ``r = E u - e`` give ``delta = -r[:d] / r[d]``. When the linear system is
+    inconsistent (``r[d] ~ 0``) it falls back to the least-squares step ``G delta = b`` (singular
+    values below ``1e-8`` of the largest cut).
+    """
+    from scipy.optimize import nnls
+
+    d = G.shape[1]
+    E = np.vstack([-G.T, -b[None, :]])
+    e = np.zeros(d + 1)
+    e[d] = 1.0
+    u: Array | None
+    try:
+        u = np.asarray(nnls(E, e, maxiter=max(50 * E.shape[1], 1000))[0], dtype=np.float64)
+    except RuntimeError:  # nnls did not converge: the least-squares step below
+        u = None
+    if u is not None:
+        r = E @ u - e
+        if r[d] < -1e-12:
+            out: Array = -r[:d] / r[d]
+            return out
+    return np.asarray(np.linalg.lstsq(G, b, rcond=1e-8)[0], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class _PenaltyMinimax(SolverBase):
     """Hyper-parameters and estimators shared by DSZOG and ADSZOG."""
@@ -111,14 +139,21 @@ class _PenaltyMinimax(SolverBase):
     estimator: Estimator | None = param(None, doc="gradient estimator (default: gaussian(q, mu))")
     restore_after: int | None = param(None, doc="steps before the feasibility-restoration phase (None: never)")
     violation_tol: float = param(1e-3, symbol="eps_f", doc="restoration ends when max_j f_j(w) <= this")
+    restore_every: int | None = param(
+        None, doc="every this many steps, keep a restored copy of w as outputs['x_feasible'] (None: never)"
+    )
     restore_sample: int | None = param(None, doc="constraints checked per restoration round (None: all m)")
     restore_rounds: int = param(50, doc="at most this many restoration rounds")
     restore_mu: float = param(1e-6, doc="central-difference step of the constraint gradients in restoration")
-    restore_batch: int | None = param(None, doc="constraints corrected per restoration round (None: dim // 4)")
+    restore_batch: int | None = param(
+        None, doc="at most this many nearly active constraints corrected per restoration round (None: 16 * dim)"
+    )
 
     def __post_init__(self) -> None:
         if self.restore_after is not None:
             check_int("restore_after", self.restore_after, minimum=0)
+        if self.restore_every is not None:
+            check_int("restore_every", self.restore_every)
         if self.restore_sample is not None:
             check_int("restore_sample", self.restore_sample)
         if self.restore_batch is not None:
@@ -214,36 +249,74 @@ class _PenaltyMinimax(SolverBase):
             violation) or a uniform sample (then the max violation is a sampled one); if the max
             violation is ``<= violation_tol``, keep ``w``: ``terminate`` reports it, with how it was
             measured;
-        R2. take the nearly active constraints ``f_j(w) > -violation_tol``, at most
-            ``restore_batch`` of them (the largest; default ``dim // 4``: a square system would pin
-            ``w`` down completely and throw the objective away, fewer rows leave it room);
+        R2. take the nearly active constraints ``f_j(w) > -violation_tol``, at most ``restore_batch``
+            of them (the largest; default ``16 dim``, which bounds the gradient matrix of R3);
         R3. their gradients by central differences (one batched call, ``2 dim`` points);
-        R4. the minimum-norm step ``delta`` with ``f_j(w) + grad f_j . delta = -violation_tol / 2``
-            for those ``j`` (least squares): a Gauss-Newton projection onto them, exact in one round
-            for linear constraints.
+        R4. the shortest step ``delta`` with ``f_j(w) + grad f_j . delta <= -violation_tol / 2`` for
+            those ``j`` (:func:`least_distance_step`): the projection of ``w`` onto their
+            linearisation, exact in one round for linear constraints. Satisfied constraints that
+            need no move do not pull ``w`` around, so the objective changes little.
 
+        Correcting ALL nearly active constraints matters: a round that corrects only a few of many
+        violated ones lets the others drift and needs hundreds of rounds (measured on a9a pairwise,
+        about 5,300 violated pairs at ``d = 123``: about 200 rounds with 500 rows per round, 18 with
+        2,000). And the shortest step matters: a least-squares step that sets every corrected
+        constraint to ``-violation_tol / 2`` moved ``w`` 2.5x as far on breast-cancer pairwise and
+        raised f0 from 0.179 to 0.196.
         ``w`` moves as little as the constraints require, so the objective changes little; ``p``
         (and ADSZOG's averages) are kept. At most ``restore_rounds`` rounds.
         """
-        w = state.x  # type: ignore[attr-defined]
+        st: Any = state
+        w, violation, checked = self._restore_round(oracle, st.x, rng)
+        out: StateT = dataclasses.replace(st, x=w, violation=violation, checked=checked, rounds=int(st.rounds) + 1)
+        return out
+
+    def _restore_round(self, oracle: CountingOracle, w: Array, rng: np.random.Generator) -> tuple[Array, float, int]:
+        """One round R1-R4 of :meth:`restore` from ``w``: ``(w_new, violation at w, constraints checked)``.
+
+        ``w_new is w`` when the max violation at ``w`` is already ``<= violation_tol``.
+        """
         sample = self.restore_sample
         idx = None if sample is None or sample >= oracle.m else np.sort(rng.choice(oracle.m, size=sample, replace=False))
         f = _finite(oracle.constraints(w, idx, purpose="restore")[0], oracle, "in the restoration")  # R1
         ids = np.arange(oracle.m) if idx is None else idx
         violation = max(float(f.max()), 0.0)
-        done = {"violation": violation, "checked": int(ids.shape[0]), "rounds": int(state.rounds) + 1}  # type: ignore[attr-defined]
         if violation <= self.violation_tol:
-            return dataclasses.replace(state, **done)  # type: ignore[type-var]
-        near = np.flatnonzero(f > -self.violation_tol)  # R2
-        k = self.restore_batch or max(1, oracle.dim // 4)
+            return w, violation, int(ids.shape[0])
+        near = np.flatnonzero(f > -max(self.violation_tol, violation))  # R2
+        k = self.restore_batch or 16 * oracle.dim
         if near.shape[0] > k:
             near = near[np.argpartition(-f[near], k - 1)[:k]]
         V = ids[near]
         coord = CoordinateEstimator(mu=self.restore_mu)
         grads = coord.estimate(lambda X: oracle.constraints(X, V, purpose="restore"), w, rng, per_component=True)  # R3
         G = np.asarray(grads.per_component).reshape(V.shape[0], oracle.dim)
-        delta = np.linalg.lstsq(G, -(f[near] + 0.5 * self.violation_tol), rcond=None)[0]  # R4
-        return dataclasses.replace(state, x=w + delta, **done)  # type: ignore[type-var]
+        delta = least_distance_step(G, -0.5 * self.violation_tol - f[near])  # R4
+        return w + delta, violation, int(ids.shape[0])
+
+    def snapshot(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
+        """A feasible copy of the current iterate (``restore_every``): the penalty iterates go on unchanged.
+
+        Runs up to ``restore_rounds`` rounds of :meth:`restore` on a copy of ``w``; when one reaches a
+        max violation ``<= violation_tol`` (measured as in R1), the state keeps it as ``x_feasible``
+        (with its violation, how many constraints measured it and the step it was taken at). A copy
+        that does not get there is dropped and the previous ``x_feasible`` stays.
+        """
+        st: Any = state
+        w = st.x
+        for _ in range(self.restore_rounds + 1):
+            w_new, violation, checked = self._restore_round(oracle, w, rng)
+            if violation <= self.violation_tol:
+                out: StateT = dataclasses.replace(
+                    st, x_feasible=w.copy(), feasible_violation=violation, feasible_checked=checked, feasible_t=int(st.t)
+                )
+                return out
+            w = w_new
+        return state
+
+    def snapshot_due(self, state: Any) -> bool:
+        """Whether this step takes a feasible snapshot (every ``restore_every`` penalty steps)."""
+        return self.restore_every is not None and int(state.t) % self.restore_every == 0
 
     def terminate(self, state: Any) -> str | None:
         if int(state.rounds) == 0:
@@ -259,9 +332,15 @@ class _PenaltyMinimax(SolverBase):
         return None
 
     def _restoration_outputs(self, state: Any) -> dict[str, Array]:
-        if int(state.rounds) == 0:
-            return {}
-        return {"max_violation": np.array(state.violation), "violation_checked": np.array(float(state.checked))}
+        out: dict[str, Array] = {}
+        if int(state.rounds) > 0:
+            out.update(max_violation=np.array(state.violation), violation_checked=np.array(float(state.checked)))
+        if state.x_feasible is not None:
+            out.update(
+                x_feasible=state.x_feasible, feasible_max_violation=np.array(state.feasible_violation),
+                feasible_checked=np.array(float(state.feasible_checked)), feasible_step=np.array(float(state.feasible_t)),
+            )
+        return out
 
 
 # ====================================================================== DSZOG
@@ -283,6 +362,10 @@ class DSZOGState:
     violation: float = math.nan
     checked: int = 0
     rounds: int = 0
+    x_feasible: Array | None = None
+    feasible_violation: float = math.nan
+    feasible_checked: int = 0
+    feasible_t: int = 0
 
 
 @dataclass(frozen=True)
@@ -355,7 +438,8 @@ class DSZOG(_PenaltyMinimax):
         H = self.H(oracle, w, M3)  # Alg. 1 l.9
         w = _diverged(w - self.eta_w * G, self, state.t + 1)  # Alg. 1 l.10
         p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
-        return DSZOGState(x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1)
+        new = dataclasses.replace(state, x=w, p=p, p_support=support, p_floor=floor, t=state.t + 1)
+        return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
     def outputs(self, state: DSZOGState) -> dict[str, Array]:
         p = state.p if state.p_support is None else densify(state.p_support, state.p, state.p_floor, state.m)
@@ -384,6 +468,10 @@ class ADSZOGState:
     violation: float = math.nan
     checked: int = 0
     rounds: int = 0
+    x_feasible: Array | None = None
+    feasible_violation: float = math.nan
+    feasible_checked: int = 0
+    feasible_t: int = 0
 
     def pz(self) -> PZ:
         return PZ(self.p, self.z_p, self.p_support, self.p_floor, self.z_floor, self.m)
@@ -474,13 +562,19 @@ class ADSZOG(_PenaltyMinimax):
         t = state.t + 1
         if t % _FLUSH_EVERY == 0:
             pz = pz_flush(pz, self.flush_threshold())
-        return self._state(w, pz, z_w, t)
+        new = self._state(w, pz, z_w, t, state)
+        return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
-    def _state(self, w: Array, pz: PZ, z_w: Array, t: int) -> ADSZOGState:
+    def _state(self, w: Array, pz: PZ, z_w: Array, t: int, prev: ADSZOGState | None = None) -> ADSZOGState:
         if pz.support is not None and pz.support.shape[0] > pz.m // 4:  # no longer sparse: go dense
             pz = PZ(pz.dense_p(), densify(pz.support, pz.z, pz.z_floor, pz.m), None, 0.0, 0.0, pz.m)
+        keep: dict[str, Any] = {}
+        if prev is not None and prev.x_feasible is not None:  # the last feasible snapshot carries over
+            keep = {"x_feasible": prev.x_feasible, "feasible_violation": prev.feasible_violation,
+                    "feasible_checked": prev.feasible_checked, "feasible_t": prev.feasible_t}  # fmt: skip
         return ADSZOGState(
-            x=w, p=pz.p, z_w=z_w, z_p=pz.z, t=t, p_support=pz.support, p_floor=pz.p_floor, z_floor=pz.z_floor, m=pz.m
+            x=w, p=pz.p, z_w=z_w, z_p=pz.z, t=t, p_support=pz.support, p_floor=pz.p_floor, z_floor=pz.z_floor, m=pz.m,
+            **keep,
         )
 
     def flush_threshold(self) -> float:
