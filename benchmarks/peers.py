@@ -7,8 +7,9 @@ pairwise (1000 samples, d = 123, m ~ 46k; needs the a9a file in ZOFRAME_DATA or 
 
 Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is reported as such):
 
-* ``adszog``           zoframe ADSZOG (penalty, black-box constraints), then ``adszog+restore``: the same
-                       with its feasibility-restoration phase after ``--restore-after`` steps;
+* ``adszog``           zoframe ADSZOG (penalty, black-box constraints) with a feasible snapshot every
+                       100 steps (``restore_every=100``): the snapshots are the feasible points checked;
+* ``adszog+restore``   the same solver, restoration phase after ``--restore-after`` steps (ends the run);
 * ``zopsgd``           zoframe ZOPSGD (projection onto all m constraints with cvxpy each step);
 * ``scipy-cobyla``     ``scipy.optimize.minimize(method="COBYLA")`` with the m constraints as one vector;
 * ``pdfo-cobyla``      PDFO's COBYLA (Powell's Fortran code) with the same constraint vector;
@@ -16,13 +17,19 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 * ``ng-cobyla``, ``ng-ngopt``  nevergrad's Cobyla and NGOpt, told the max violation as the
                        constraint violation (``tell(..., constraint_violation=[max_j f_j])``).
 
-For the zoframe solvers, the point reported is the best feasible iterate seen by the checks (the
+zoframe's hyper-parameters are fixed here, not tuned per run: ``eta_w = eta_p = 1e-2``,
+``beta = 10``, the other defaults (``q = 10``, batches 128). Every stochastic method runs once per
+seed of ``--seeds`` (the deterministic COBYLAs once); the JSON gives each method's per-seed times to
+target and their median (a seed that never reaches the target counts as infinitely slow), and
+``speedup_adszog_vs_best_other`` = best peer median / best zoframe median.
+
+For the zoframe solvers, the point reported is the best feasible point seen by the checks (the
 ``last_iterate_*`` fields give the final iterate). The clock counts each method's own time: the target checks (objective over all n samples and the
 exact violation, after every peer evaluation and every 10 zoframe iterations) are subtracted. For
 a9a the objective target is the level scipy's COBYLA reaches feasibly within the budget (the
 benchmark's definition of the target), or ``--target-a9a`` when given. Prints ONE final line of JSON::
 
-    python benchmarks/peers.py --budget 60
+    python benchmarks/peers.py --budget 60 --seeds 0,1,2,3,4
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ class Tracker:
         self.best: tuple[float, float, np.ndarray] | None = None  # (viol > tol, f0, w) of the best point
         self.best_feasible_f0 = math.inf
         self.last: dict[str, Any] = {}
+        self.stop_at_target = False
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0 - self.overhead
@@ -118,19 +126,26 @@ class Tracker:
 
 
 # ------------------------------------------------------------------------------------------ methods
-def run_zoframe(problem: Any, tracker: Tracker, solver: str, params: dict[str, Any], check_every: int) -> None:
+def run_zoframe(
+    problem: Any, tracker: Tracker, solver: str, params: dict[str, Any], check_every: int, seed: int
+) -> None:
     def callback(info: zoframe.IterationInfo) -> bool:
         tracker.overhead = 0.0  # zoframe's own clock (info.seconds) already excludes the monitoring
         tracker.t0 = time.perf_counter() - info.seconds
+        snap = getattr(info.state, "x_feasible", None)
+        if snap is not None and getattr(info.state, "feasible_t", -1) == info.iteration:
+            tracker.check(snap)  # a new feasible snapshot (restore_every)
         if info.iteration % check_every == 0:
             tracker.check(info.x)
-        return False
+        return tracker.stop_at_target and tracker.time_to(tracker.target) is not None
 
-    res = zoframe.minimize(problem, solver, rng=0, max_time=tracker.budget, max_iter=10**9, callback=callback,
+    res = zoframe.minimize(problem, solver, rng=seed, max_time=tracker.budget, max_iter=10**9, callback=callback,
                            record_every=0, **params)  # fmt: skip
     tracker.evals = res.nfev
     tracker.t0 = time.perf_counter() - float(res.trace["seconds"][-1])
     tracker.check(res.x)
+    if "x_feasible" in res.outputs:
+        tracker.check(res.outputs["x_feasible"])
     ms = problem.violations(res.x)
     tracker.last = {"last_iterate_f0": tracker.f0(res.x), "last_iterate_max_violation": ms["max_violation"],
                     "iterations": res.nit, "message": res.message}  # fmt: skip
@@ -158,21 +173,21 @@ def run_pdfo_cobyla(problem: Any, tracker: Tracker) -> None:
         pass
 
 
-def run_cma(problem: Any, tracker: Tracker) -> None:
+def run_cma(problem: Any, tracker: Tracker, seed: int) -> None:
     import cma
 
     try:
         cma.fmin_con2(tracker.objective, problem.x0, 0.5, constraints=tracker.constraints,
-                      options={"verbose": -9, "timeout": tracker.budget, "seed": 1})  # fmt: skip
+                      options={"verbose": -9, "timeout": tracker.budget, "seed": seed + 1})  # fmt: skip
     except _Stop:
         pass
 
 
-def run_nevergrad(problem: Any, tracker: Tracker, name: str) -> None:
+def run_nevergrad(problem: Any, tracker: Tracker, name: str, seed: int) -> None:
     import nevergrad as ng
 
     param = ng.p.Array(init=np.array(problem.x0, dtype=float))
-    param.random_state = np.random.RandomState(0)
+    param.random_state = np.random.RandomState(seed)
     opt = ng.optimizers.registry[name](parametrization=param, budget=10**7)
     try:
         while True:
@@ -184,20 +199,29 @@ def run_nevergrad(problem: Any, tracker: Tracker, name: str) -> None:
         pass
 
 
-def run_method(name: str, problem: Any, target: float | None, budget: float, restore_after: int) -> dict[str, Any]:
+#: zoframe's fixed hyper-parameters (see the module docstring)
+ADSZOG = {"eta_w": 1e-2, "eta_p": 1e-2, "beta": 10.0}
+DETERMINISTIC = ("scipy-cobyla", "pdfo-cobyla")
+ZOFRAME = ("adszog", "adszog+restore")
+
+
+def run_method(
+    name: str, problem: Any, target: float | None, budget: float, restore_after: int, seed: int,
+    stop_at_target: bool = False,
+) -> dict[str, Any]:
     tracker = Tracker(problem, target, budget)
+    tracker.stop_at_target = stop_at_target
     runners: dict[str, Callable[[], None]] = {
-        "adszog": lambda: run_zoframe(problem, tracker, "adszog", {"eta_w": 1e-2, "eta_p": 1e-2, "beta": 10.0}, 10),
+        "adszog": lambda: run_zoframe(problem, tracker, "adszog", {**ADSZOG, "restore_every": 100}, 10, seed),
         "adszog+restore": lambda: run_zoframe(
-            problem, tracker, "adszog",
-            {"eta_w": 1e-2, "eta_p": 1e-2, "beta": 10.0, "restore_after": restore_after}, 10,
+            problem, tracker, "adszog", {**ADSZOG, "restore_after": restore_after}, 10, seed
         ),
-        "zopsgd": lambda: run_zoframe(problem, tracker, "zopsgd", {"eta": 1e-2, "time_cap": budget}, 1),
+        "zopsgd": lambda: run_zoframe(problem, tracker, "zopsgd", {"eta": 1e-2, "time_cap": budget}, 1, seed),
         "scipy-cobyla": lambda: run_scipy_cobyla(problem, tracker),
         "pdfo-cobyla": lambda: run_pdfo_cobyla(problem, tracker),
-        "cma-al": lambda: run_cma(problem, tracker),
-        "ng-cobyla": lambda: run_nevergrad(problem, tracker, "Cobyla"),
-        "ng-ngopt": lambda: run_nevergrad(problem, tracker, "NGOpt"),
+        "cma-al": lambda: run_cma(problem, tracker, seed),
+        "ng-cobyla": lambda: run_nevergrad(problem, tracker, "Cobyla", seed),
+        "ng-ngopt": lambda: run_nevergrad(problem, tracker, "NGOpt", seed),
     }
     try:
         runners[name]()
@@ -213,18 +237,35 @@ def run_method(name: str, problem: Any, target: float | None, budget: float, res
     return out
 
 
+def median_time(times: list[float | None]) -> float | None:
+    """Median over seeds; a seed that never reached the target counts as infinitely slow."""
+    vals = sorted(math.inf if t is None else t for t in times)
+    if not vals:
+        return None
+    k = len(vals)
+    med = vals[k // 2] if k % 2 else 0.5 * (vals[k // 2 - 1] + vals[k // 2])
+    return None if math.isinf(med) else med
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--budget", type=float, default=60.0, help="wall-clock seconds per method and problem")
+    ap.add_argument("--budget", type=float, default=60.0, help="wall-clock seconds per method, problem and seed")
     ap.add_argument("--problems", default="breast-cancer,a9a")
     ap.add_argument("--methods", default="adszog,adszog+restore,zopsgd,scipy-cobyla,pdfo-cobyla,cma-al,ng-cobyla,ng-ngopt")
+    ap.add_argument("--seeds", default="0,1,2,3,4", help="seeds of the stochastic methods (comma-separated)")
+    ap.add_argument("--peer-seeds", type=int, default=None,
+                    help="run the stochastic peers (zopsgd, pycma, nevergrad) on only the first K seeds")  # fmt: skip
+    ap.add_argument("--stop-at-target", action="store_true",
+                    help="stop zoframe's runs at the target after the first seed (which runs the full budget)")  # fmt: skip
     ap.add_argument("--target-bc", type=float, default=0.18, help="objective target on breast-cancer pairwise")
     ap.add_argument("--target-a9a", type=float, default=None, help="objective target on a9a (default: scipy COBYLA's level)")
     ap.add_argument("--restore-after", type=int, default=3000, help="ADSZOG steps before its restoration phase")
     args = ap.parse_args()
+    seeds = [int(v) for v in args.seeds.split(",") if v.strip()]
     reg = zoframe.default_registry()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    out: dict[str, Any] = {"budget_seconds": args.budget, "violation_tol": VIOLATION_TOL, "problems": {}}
+    out: dict[str, Any] = {"budget_seconds": args.budget, "violation_tol": VIOLATION_TOL, "seeds": seeds,
+                           "zoframe_params": ADSZOG, "problems": {}}  # fmt: skip
     for pname in [p.strip() for p in args.problems.split(",") if p.strip()]:
         try:
             problem = reg.make_problem("pairwise", dataset=pname, seed=0, black_box_constraints=False)
@@ -237,17 +278,30 @@ def main() -> None:
         if target is None and "scipy-cobyla" in methods:  # the target is COBYLA's feasible level: run it first
             order = ["scipy-cobyla", *[m for m in methods if m != "scipy-cobyla"]]
         for name in order:
-            res = run_method(name, problem, target, args.budget, args.restore_after)
-            if target is None and name == "scipy-cobyla":
-                target = res.get("best_feasible_f0")
-                entry["target_from"] = "scipy-cobyla's best feasible objective within the budget"
-                log = res.get("feasible_log") or []
-                res["time_to_target"] = log[-1][0] if log else None  # when COBYLA reached its own level
-            entry["methods"][name] = res
+            if name in DETERMINISTIC:
+                run_seeds = seeds[:1]
+            elif name in ZOFRAME or args.peer_seeds is None:
+                run_seeds = seeds
+            else:
+                run_seeds = seeds[: args.peer_seeds]
+            runs = []
+            for seed in run_seeds:
+                stop = args.stop_at_target and name in ZOFRAME and seed != run_seeds[0]
+                res = run_method(name, problem, target, args.budget, args.restore_after, seed, stop)
+                if target is None and name == "scipy-cobyla":
+                    target = res.get("best_feasible_f0")
+                    entry["target_from"] = "scipy-cobyla's best feasible objective within the budget"
+                    log = res.get("feasible_log") or []
+                    res["time_to_target"] = log[-1][0] if log else None  # when COBYLA reached its own level
+                res["seed"] = seed
+                runs.append(res)
+            times = [r.get("time_to_target") for r in runs]
+            entry["methods"][name] = {"median_time_to_target": median_time(times), "times_to_target": times,
+                                      "runs": runs}  # fmt: skip
         entry["target_f0"] = target
-        times = {k: v.get("time_to_target") for k, v in entry["methods"].items()}
-        peers = [v for k, v in times.items() if k not in ("adszog", "adszog+restore") and v is not None]
-        best_zo = [v for k, v in times.items() if k in ("adszog", "adszog+restore") and v is not None]
+        medians = {k: v["median_time_to_target"] for k, v in entry["methods"].items()}
+        peers = [v for k, v in medians.items() if k not in ZOFRAME and v is not None]
+        best_zo = [v for k, v in medians.items() if k in ZOFRAME and v is not None]
         entry["speedup_adszog_vs_best_other"] = (min(peers) / min(best_zo)) if peers and best_zo else None
         # no other method reached the target within the budget: the speed-up is at least budget / adszog's time
         entry["speedup_lower_bound"] = (args.budget / min(best_zo)) if best_zo and not peers else None
