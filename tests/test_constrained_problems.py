@@ -3,6 +3,7 @@ brute force, white-box structure, exact violation measures, reproducible splits,
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -121,6 +122,45 @@ def test_fairness_constraints_bind_and_are_learnable() -> None:
     res = zoframe.minimize(prob, "adszog", rng=0, max_iter=300, M1=128, M2=10, M3=10, eta_w=0.01, record_every=0)
     assert res.measures["test_accuracy"] >= 0.75
     assert res.measures["constraints_checked"] == prob.m
+
+
+def test_unconstrained_hinge_matches_cvxpy() -> None:
+    import cvxpy as cp
+
+    from zoframe_constrained.problems import unconstrained_hinge
+
+    prob = fairness("D1", seed=0)
+    X, y = prob.data.X_train, prob.data.y_train
+    w = cp.Variable(X.shape[1])
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(y, X @ w))) / X.shape[0]))
+    ref.solve(solver=cp.CLARABEL)
+    ours = unconstrained_hinge(X, y)
+    assert float(np.mean(np.maximum(0.0, 1.0 - y * (X @ ours)))) <= ref.value + 1e-7
+
+
+def test_fairness_thresholds_relative_to_the_unconstrained_classifier() -> None:
+    """Zafar et al.'s calibration: c_rel = 1 keeps w_unc feasible; c_rel = 0.5 cuts every nonzero
+    covariance of w_unc in half, so w_unc violates the constraints by exactly half of it."""
+    from zoframe_constrained.problems import calibrated_thresholds, unconstrained_hinge
+
+    base = fairness("D2", seed=0)
+    w = unconstrained_hinge(base.data.X_train, base.data.y_train)
+    idx = np.arange(base.m)
+    full = fairness("D2", seed=0, c_rel=1.0)
+    half = fairness("D2", seed=0, c_rel=0.5)
+    assert np.shape(full.c) == (base.m,) and np.all(np.asarray(full.c) >= 0)
+    assert float(full.constraints(w[None], idx)[0].max()) <= 1e-12
+    v = half.constraints(w[None], idx)[0]
+    np.testing.assert_allclose(v.max(), 0.5 * float(np.max(full.c)), rtol=1e-9)
+    np.testing.assert_allclose(calibrated_thresholds(base, 0.25), 0.25 * np.asarray(full.c), rtol=1e-9)
+    with pytest.raises(InvalidInputError, match="not both"):
+        fairness("D1", c=0.1, c_rel=0.5)
+    with pytest.raises(InvalidInputError, match="c_rel"):
+        fairness("D1", c_rel=-1.0)
+    with pytest.raises(InvalidInputError, match="one per constraint"):
+        dataclasses.replace(base, c=np.ones(3))
+    with pytest.raises(InvalidInputError, match="one per constraint"):
+        dataclasses.replace(base, c=-np.ones(base.m))
 
 
 def test_kernel_variants() -> None:

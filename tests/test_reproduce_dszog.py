@@ -101,3 +101,17 @@ def test_select_feasible_is_recorded_and_reselects(tmp_path: Path) -> None:
     assert main(["reproduce", "dszog", *args, "--select-feasible", "1e-3"]) == 0
     hp = json.loads((tmp_path / "fairness" / "hparams.json").read_text())["fairness|D1|zopsgd"]
     assert hp["_select_feasible"] == 1e-3 and hp["_grid_points"] == 2
+
+
+def test_c_rel_calibrates_the_fairness_thresholds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--c-rel runs on thresholds relative to the unconstrained classifier, in their own directory."""
+    out = tmp_path / "rep"
+    tiny = [a for a in TINY if a != "adszog,zopsgd"]
+    tiny[tiny.index("--methods") + 1 : tiny.index("--methods") + 1] = ["adszog"]
+    assert main(["reproduce", "dszog", *tiny, "--seeds", "1", "--tune", "none", "--c-rel", "0.5", "--out", str(out)]) == 0
+    table = out / "fairness-crel0.5"
+    assert json.loads((table / "config.json").read_text())["c_rel"] == 0.5
+    assert len(_rows(table / "runs.jsonl")) == 1
+    assert not (out / "fairness").exists()
+    assert main(["reproduce", "dszog", "--table", "pairwise", "--c-rel", "0.5", "--out", str(out)]) == 2
+    assert "--table pairwise has none" in capsys.readouterr().err

@@ -28,6 +28,7 @@ constraints over ALL ``m`` constraints (``constraints_checked = m``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
 import math
 from typing import Any, ClassVar
@@ -43,6 +44,7 @@ __all__ = [
     "PairwiseProblem",
     "Split",
     "breast_cancer_data",
+    "calibrated_thresholds",
     "fairness",
     "fairness_data",
     "gen",
@@ -51,6 +53,7 @@ __all__ = [
     "rbf_features",
     "split_50_30_20",
     "split_indices",
+    "unconstrained_hinge",
 ]
 
 #: sizes of the fairness data sets D1-D4 (ICML Table 5): dimension, sensitive features
@@ -337,6 +340,7 @@ class FairnessProblem:
     ``Z`` (``n x r``, 0/1) are the sensitive features of the training samples (not model inputs).
     Constraint ``k``: ``t, j = divmod(k, r)`` with ``t`` = 0: ``cov1_j - c``, 1: ``-cov1_j - c``,
     2: ``cov2_j - c``, 3: ``-cov2_j - c``, where ``covg_j = (1/n) sum_i (z_ij - zbar_j) g(y_i, x_i; w)``.
+    ``c`` is one threshold for all, or one per constraint (``4r`` values, in that order).
     Nonconvex (``g`` is a min of linear functions times signed weights); white-box gradients are
     available (``constraint_gradients``) for verification and linearising baselines.
     """
@@ -344,7 +348,7 @@ class FairnessProblem:
     kind: ClassVar[str] = "constrained"
     data: Split
     Z: Array
-    c: float = 0.1
+    c: float | Array = 0.1
     name: str = "fairness"
     black_box_constraints: bool = True
     convex_constraints: bool = False
@@ -363,8 +367,13 @@ class FairnessProblem:
             raise InvalidInputError(
                 f"Z must be (n_train, r) = ({self.data.X_train.shape[0]}, r >= 1) sensitive features, got {Z.shape}"
             )
-        if not (math.isfinite(self.c) and self.c >= 0):
-            raise InvalidInputError(f"the covariance threshold c must be >= 0, got {self.c!r}")
+        c = np.asarray(self.c, dtype=np.float64)
+        if c.shape not in ((), (4 * Z.shape[1],)) or not (np.all(np.isfinite(c)) and np.all(c >= 0)):
+            raise InvalidInputError(
+                f"the covariance threshold c must be a number >= 0 or one per constraint ({4 * Z.shape[1]} "
+                f"values >= 0, in the order cov1, -cov1, cov2, -cov2), got {self.c!r}"
+            )
+        object.__setattr__(self, "c", float(c) if c.ndim == 0 else _ro(c))
         y = self.data.y_train
         object.__setattr__(self, "Zc", _ro((Z - Z.mean(0)) / Z.shape[0]))  # (z_ij - zbar_j) / n
         object.__setattr__(self, "a1", _ro((1.0 + y) / 2.0 * y))
@@ -453,11 +462,43 @@ def fairness_data(dataset: str = "D1", n_samples: int = 2000, seed: int = 0) -> 
     return X, np.where(flip, -y, y), Z
 
 
+def unconstrained_hinge(X: Array, y: Array) -> Array:
+    """The unconstrained hinge-loss classifier ``argmin_w (1/n) sum_i max(0, 1 - y_i x_i^T w)`` (an LP, HiGHS)."""
+    from scipy.optimize import linprog
+    from scipy.sparse import eye, hstack
+
+    n, d = X.shape
+    # variables [w (free), xi >= 0]: minimise mean(xi) s.t. -y_i x_i^T w - xi_i <= -1
+    A = hstack([-(y[:, None] * X), -eye(n)], format="csr")
+    cost = np.concatenate([np.zeros(d), np.full(n, 1.0 / n)])
+    bounds = [(None, None)] * d + [(0.0, None)] * n
+    res = linprog(cost, A_ub=A, b_ub=-np.ones(n), bounds=bounds, method="highs")
+    if res.status != 0:
+        raise InvalidInputError(f"the unconstrained hinge-loss LP failed ({res.message}); pass c instead of c_rel")
+    return np.asarray(res.x[:d], dtype=np.float64)
+
+
+def calibrated_thresholds(problem: FairnessProblem, c_rel: float) -> Array:
+    """Per-constraint thresholds ``c_rel * |cov_gj(w_unc)|`` (Zafar et al. 2017, Section 4).
+
+    ``w_unc`` is the unconstrained hinge-loss classifier of the training split; ``c_rel = 0``
+    asks for zero covariance, ``c_rel = 1`` allows the unconstrained level (the constraints do
+    not bind at ``w_unc``). Returned in the constraint order ``cov1, -cov1, cov2, -cov2``.
+    """
+    if not (math.isfinite(c_rel) and c_rel >= 0):
+        raise InvalidInputError(f"c_rel must be a finite number >= 0 (a fraction of the unconstrained covariance), got {c_rel!r}")
+    w = unconstrained_hinge(problem.data.X_train, problem.data.y_train)
+    cov1, cov2 = problem.covariances(w[None, :])
+    a1, a2 = np.abs(cov1[0]), np.abs(cov2[0])
+    return c_rel * np.concatenate([a1, a1, a2, a2])
+
+
 def fairness(
     dataset: str = "D1",
     *,
     seed: int = 0,
-    c: float = 0.1,
+    c: float | None = None,
+    c_rel: float | None = None,
     n_samples: int = 2000,
     kernel: str | None = None,
     gamma: float | None = None,
@@ -465,15 +506,23 @@ def fairness(
 ) -> FairnessProblem:
     """The fairness-constrained classification problem of ICML 2022 Section 6.2 (Table 3).
 
-    ``dataset`` is one of D1-D4 (:func:`fairness_data`); ``c`` is the covariance threshold. The
-    paper does not give ``c``; the default 0.1 is ours: on D1 (seed 0, ``adszog`` with 2000 steps,
-    then feasibility restoration to a max violation <= 1e-3) the feasible classifiers reach 86-90%
-    test accuracy, while with ``c = 0.01`` only near-zero ``w`` are feasible (about 50%).
+    ``dataset`` is one of D1-D4 (:func:`fairness_data`). The covariance threshold: ``c`` (one
+    number for all constraints), or ``c_rel``, a fraction of the unconstrained classifier's
+    covariances as Zafar et al. (2017) set it (:func:`calibrated_thresholds`: one threshold per
+    constraint, ``c_rel * |cov_gj(w_unc)|``). The paper gives neither; the default ``c = 0.1`` is
+    ours: on D1 (seed 0, ``adszog`` with 2000 steps, then feasibility restoration to a max
+    violation <= 1e-3) the feasible classifiers reach 86-90% test accuracy, while with
+    ``c = 0.01`` only near-zero ``w`` are feasible (about 50%).
     """
+    if c is not None and c_rel is not None:
+        raise InvalidInputError("give the covariance threshold as c or as c_rel, not both")
     X, y, Z = fairness_data(dataset, n_samples=n_samples, seed=seed)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2023]))
     tr, te, va = split_indices(y, rng)  # Z travels with the training rows
     split = Split(_ro(X[tr]), _ro(y[tr]), _ro(X[te]), _ro(y[te]), _ro(X[va]), _ro(y[va]))
     split = _kernelize(split, kernel, gamma, landmarks)
     suffix = "" if kernel is None else f"-{kernel}"
-    return FairnessProblem(data=split, Z=_ro(Z[tr]), c=c, name=f"fairness-{dataset}{suffix}")
+    prob = FairnessProblem(data=split, Z=_ro(Z[tr]), c=0.1 if c is None else c, name=f"fairness-{dataset}{suffix}")
+    if c_rel is not None:
+        prob = dataclasses.replace(prob, c=calibrated_thresholds(prob, c_rel))
+    return prob

@@ -168,7 +168,9 @@ class Job:
         return f"{self.table}|{self.dataset}|{self.method}|{self.seed}"
 
 
-def _problem_ref(family: str, dataset: str, seed: int, n_samples: int | None, data_dir: str | None) -> ProblemRef:
+def _problem_ref(
+    family: str, dataset: str, seed: int, n_samples: int | None, data_dir: str | None, c_rel: float | None = None
+) -> ProblemRef:
     if family == "pairwise":
         kw: dict[str, Any] = {"dataset": dataset, "seed": seed, "black_box_constraints": False}
         if data_dir is not None:
@@ -181,6 +183,8 @@ def _problem_ref(family: str, dataset: str, seed: int, n_samples: int | None, da
         kw["kernel"] = "rbf"
     if n_samples is not None:
         kw["n_samples"] = n_samples
+    if c_rel is not None:
+        kw["c_rel"] = c_rel
     return ProblemRef("fairness", kw)
 
 
@@ -222,14 +226,14 @@ def plan(args: argparse.Namespace, hparams: Mapping[str, Mapping[str, Any]]) -> 
                     base = dict(hparams.get(f"{study.family}|{ds}|adszog", {}))
                     params = {**base, **study.fixed, **dict(zip(names, vals))}
                     for s in seeds:
-                        ref = _problem_ref(study.family, ds, s, args.n_samples, args.data_dir)
+                        ref = _problem_ref(study.family, ds, s, args.n_samples, args.data_dir, args.c_rel)
                         jobs.append(Job(args.table, study.family, ds, label, "adszog", params, s, _budget("adszog", args), ref))
         return jobs
     for ds in _datasets(args, args.table):
         for method in _methods(args, args.table):
             params = dict(hparams.get(f"{args.table}|{ds}|{method}", {}))
             for s in seeds:
-                ref = _problem_ref(args.table, ds, s, args.n_samples, args.data_dir)
+                ref = _problem_ref(args.table, ds, s, args.n_samples, args.data_dir, args.c_rel)
                 jobs.append(Job(args.table, args.table, ds, method, method, params, s, _budget(method, args), ref))
     return jobs
 
@@ -267,7 +271,7 @@ def select_all(args: argparse.Namespace, out: Path, executor: Executor | None) -
         key = f"{family}|{ds}|{solver}"
         if key in cache and cache[key].get("_tune") == args.tune and cache[key].get("_select_feasible") == args.select_feasible:
             continue
-        ref = _problem_ref(family, ds, 0, args.n_samples, args.data_dir)
+        ref = _problem_ref(family, ds, 0, args.n_samples, args.data_dir, args.c_rel)
         problem = ref()
         fixed = _fixed(family, solver, int(problem.n))
         if args.tune == "none":
@@ -530,6 +534,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--methods", default=None, help="comma-separated subset of the methods")
     parser.add_argument("--studies", default=None, help="sensitivity only: e.g. table6,table11")
     parser.add_argument("--n-samples", type=int, default=None, help="samples drawn per data set (paper: 1000 / 2000)")
+    parser.add_argument("--c-rel", type=float, default=None,
+                        help="fairness / kernel: covariance thresholds as this fraction of the unconstrained "
+                             "classifier's (Zafar et al.; output in <table>-crel<F>); default: c = 0.1")  # fmt: skip
     parser.add_argument("--data-dir", default=None, help="directory of the LIBSVM files (default: ZOFRAME_DATA or cache)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once in a process pool (timings get noisier)")
     parser.add_argument("--no-progress", action="store_true")
@@ -550,6 +557,12 @@ def _normalise(args: argparse.Namespace) -> argparse.Namespace:
         raise InvalidInputError("--seeds, --iters and --baseline-iters must be >= 1 and --time-cap > 0")
     if ns.jobs < 1:
         raise InvalidInputError("--jobs must be >= 1")
+    ns.c_rel = getattr(args, "c_rel", None)
+    if ns.c_rel is not None:
+        if ns.table == "pairwise":
+            raise InvalidInputError("--c-rel sets the fairness covariance thresholds; --table pairwise has none")
+        if not (math.isfinite(ns.c_rel) and ns.c_rel >= 0):
+            raise InvalidInputError(f"--c-rel must be a finite number >= 0, got {ns.c_rel}")
     fam = "fairness" if ns.table == "sensitivity" else ns.table
     if ns.datasets and ns.table != "sensitivity":
         unknown = [d for d in ns.datasets if d not in TABLES[fam]]
@@ -576,7 +589,7 @@ def _executor(jobs: int) -> Iterator[Executor | None]:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``zoframe reproduce dszog``."""
     ns = _normalise(args)
-    out = Path(ns.out) / ns.table
+    out = Path(ns.out) / (ns.table if ns.c_rel is None else f"{ns.table}-crel{ns.c_rel:g}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({k: v for k, v in vars(ns).items() if not k.startswith("_") and not callable(v)}, indent=2, default=str))
     t0 = time.perf_counter()
