@@ -143,7 +143,7 @@ class _PenaltyMinimax(SolverBase):
         None, doc="every this many steps, keep a restored copy of w as outputs['x_feasible'] (None: never)"
     )
     restore_sample: int | None = param(None, doc="constraints checked per restoration round (None: all m)")
-    restore_rounds: int = param(50, doc="at most this many restoration rounds")
+    restore_rounds: int = param(200, doc="at most this many restoration rounds")
     restore_mu: float = param(1e-6, doc="central-difference step of the constraint gradients in restoration")
     restore_batch: int | None = param(
         None, doc="at most this many nearly active constraints corrected per restoration round (None: 16 * dim)"
