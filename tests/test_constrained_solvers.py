@@ -391,6 +391,22 @@ def test_least_distance_step_falls_back_on_inconsistent_rows() -> None:
     assert np.all(np.isfinite(out)) and abs(float(out[0])) < 1e-12
 
 
+@pytest.mark.parametrize("error", [np.linalg.LinAlgError("Matrix is singular."), RuntimeError("too many iterations")])
+def test_least_distance_step_survives_a_failing_nnls(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    """scipy < 1.15 raises LinAlgError on singular systems, later versions RuntimeError on maxiter:
+    the step falls back to least squares instead of failing the run."""
+    import scipy.optimize
+
+    from zoframe_constrained.solvers import least_distance_step
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(scipy.optimize, "nnls", broken)
+    G = np.array([[1.0, 0.0], [0.0, 2.0]])
+    np.testing.assert_allclose(least_distance_step(G, np.array([-1.0, -1.0])), [-1.0, -0.5], atol=1e-12)
+
+
 def test_restoration_with_thousands_of_violated_constraints_takes_few_rounds() -> None:
     """Hundreds of 20,000 random halfspaces around a feasible point violated at x0: restoration (all
     nearly active rows per round) is feasible over all constraints within 5 rounds and moves x no

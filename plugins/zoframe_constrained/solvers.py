@@ -100,8 +100,8 @@ def least_distance_step(G: Array, b: Array) -> Array:
     Solved through non-negative least squares (Lawson & Hanson, *Solving Least Squares Problems*,
     1974, ch. 23): with ``E = [-G^T; -b^T]`` and ``e`` the last unit vector, ``u = argmin_{u >= 0}
     ||E u - e||`` and ``r = E u - e`` give ``delta = -r[:d] / r[d]``. When the linear system is
-    inconsistent (``r[d] ~ 0``) it falls back to the least-squares step ``G delta = b`` (singular
-    values below ``1e-8`` of the largest cut).
+    inconsistent (``r[d] ~ 0``), or when ``nnls`` itself fails, it falls back to the least-squares
+    step ``G delta = b`` (singular values below ``1e-8`` of the largest cut).
     """
     from scipy.optimize import nnls
 
@@ -112,7 +112,8 @@ def least_distance_step(G: Array, b: Array) -> Array:
     u: Array | None
     try:
         u = np.asarray(nnls(E, e, maxiter=max(50 * E.shape[1], 1000))[0], dtype=np.float64)
-    except RuntimeError:  # nnls did not converge: the least-squares step below
+    except (RuntimeError, ValueError, np.linalg.LinAlgError):  # nnls failed (scipy < 1.15 raises on singular
+        # systems, later versions on too many iterations): the least-squares step below
         u = None
     if u is not None:
         r = E @ u - e
