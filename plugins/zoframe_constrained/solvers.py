@@ -250,22 +250,19 @@ class _PenaltyMinimax(SolverBase):
             violation) or a uniform sample (then the max violation is a sampled one); if the max
             violation is ``<= violation_tol``, keep ``w``: ``terminate`` reports it, with how it was
             measured;
-        R2. take the nearly active constraints ``f_j(w) > -violation_tol``, at most ``restore_batch``
-            of them (the largest; default ``16 dim``, which bounds the gradient matrix of R3);
+        R2. take the nearly active constraints ``f_j(w) > -max(violation_tol, v)`` (``v`` the max
+            violation of R1: the band a correcting move can push over the edge), at most
+            ``restore_batch`` of them (the largest; default ``16 dim``, which bounds the gradient
+            matrix of R3);
         R3. their gradients by central differences (one batched call, ``2 dim`` points);
         R4. the shortest step ``delta`` with ``f_j(w) + grad f_j . delta <= -violation_tol / 2`` for
             those ``j`` (:func:`least_distance_step`): the projection of ``w`` onto their
-            linearisation, exact in one round for linear constraints. Satisfied constraints that
-            need no move do not pull ``w`` around, so the objective changes little.
+            linearisation, exact in one round for linear constraints.
 
-        Correcting ALL nearly active constraints matters: a round that corrects only a few of many
-        violated ones lets the others drift and needs hundreds of rounds (measured on a9a pairwise,
-        about 5,300 violated pairs at ``d = 123``: about 200 rounds with 500 rows per round, 18 with
-        2,000). And the shortest step matters: a least-squares step that sets every corrected
-        constraint to ``-violation_tol / 2`` moved ``w`` 2.5x as far on breast-cancer pairwise and
-        raised f0 from 0.179 to 0.196.
-        ``w`` moves as little as the constraints require, so the objective changes little; ``p``
-        (and ADSZOG's averages) are kept. At most ``restore_rounds`` rounds.
+        ``w`` moves as little as the constraints require (satisfied constraints that need no move
+        do not pull it around), so the objective changes little; ``p`` (and ADSZOG's averages) are
+        kept. At most ``restore_rounds`` rounds. Why all nearly active rows and the shortest step:
+        measured in ``docs/algorithms/dszog.md`` ("Ending feasible").
         """
         st: Any = state
         w, violation, checked = self._restore_round(oracle, st.x, rng)
@@ -439,7 +436,11 @@ class DSZOG(_PenaltyMinimax):
         H = self.H(oracle, w, M3)  # Alg. 1 l.9
         w = _diverged(w - self.eta_w * G, self, state.t + 1)  # Alg. 1 l.10
         p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
-        new = dataclasses.replace(state, x=w, p=p, p_support=support, p_floor=floor, t=state.t + 1)
+        new = DSZOGState(
+            x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1, x_feasible=state.x_feasible,
+            feasible_violation=state.feasible_violation, feasible_checked=state.feasible_checked,
+            feasible_t=state.feasible_t,
+        )  # the last feasible snapshot (restore_every) carries over
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
     def outputs(self, state: DSZOGState) -> dict[str, Array]:
