@@ -61,3 +61,15 @@ def test_broken_pipe_is_quiet() -> None:
     proc = subprocess.run(f"{sys.executable} -m zoframe.cli info zo-sgd | head -1", shell=True,
                           capture_output=True, text=True, timeout=120)
     assert "Traceback" not in proc.stderr and proc.stdout.startswith("zo-sgd")
+
+
+def test_solve_prints_the_feasible_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
+    """With restore_every, solve also prints the measures of outputs['x_feasible'] (a full pass here)."""
+    code = main(["solve", "pairwise", "--problem-arg", "dataset=breast-cancer", "--solver", "adszog",
+                 "-p", "restore_every=100", "--max-iter", "200", "--seed", "0", "--no-progress"])  # fmt: skip
+    text = capsys.readouterr().out
+    assert code == 0
+    line = next(ln for ln in text.splitlines() if ln.startswith("feasible snapshot x_feasible"))
+    assert "step 200" in line and "over 18868 constraints" in line
+    viol = float(line.split("max_violation=")[1].split(",")[0])
+    assert viol <= 1e-3

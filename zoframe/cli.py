@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import json
 import os
 import sys
@@ -77,6 +77,24 @@ def _parse_value(text: str) -> Any:
         return text
 
 
+def _print_feasible_snapshot(problem: Any, outputs: Mapping[str, Any]) -> None:
+    """A solver that keeps a feasible copy of its iterate (``outputs["x_feasible"]``): its measures too."""
+    if "x_feasible" not in outputs:
+        return
+    from zoframe.oracle import CountingOracle
+
+    step = outputs.get("feasible_step")
+    viol = outputs.get("feasible_max_violation")
+    head = "feasible snapshot x_feasible"
+    if step is not None and viol is not None:
+        head += f" (step {int(step)}, max violation {float(viol):.3g} over {int(outputs.get('feasible_checked', 0))} constraints)"
+    measures = getattr(problem, "measures", None)
+    if callable(measures):
+        vals = measures({"x": np.asarray(outputs["x_feasible"])}, CountingOracle(problem).monitor)
+        head += ": " + ", ".join(f"{k}={float(v):.6g}" for k, v in vals.items())
+    print(head)
+
+
 def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     from zoframe.driver import minimize
 
@@ -95,6 +113,7 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
         **params,
     )
     print(res)
+    _print_feasible_snapshot(problem, res.outputs)
     known = getattr(problem, "known_solution", None)
     if callable(known):
         try:
