@@ -463,3 +463,39 @@ def test_restore_every_resumes_from_a_checkpoint(tmp_path: Any, convex: tuple[An
     resumed = zoframe.minimize(prob, "adszog", max_iter=40, resume=tmp_path / "a", **kw)
     np.testing.assert_array_equal(straight.outputs["x_feasible"], resumed.outputs["x_feasible"])
     np.testing.assert_array_equal(straight.x, resumed.x)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_restoration_on_a_degenerate_pairwise_cone_with_a_small_row_budget(seed: int) -> None:
+    """Pairwise ranking constraints ``(x_neg - x_pos)^T w <= 0`` with one sample in both classes (a
+    constraint that is identically 0, so no step can push every row strictly below 0) and far more
+    nearly active rows than ``restore_batch``: restoration (which keeps the previous active set and
+    targets the boundary) ends feasible over all rows within 12 rounds (over 3 seeds), moving ``w`` at
+    most 10% more than the exact projection onto the cone (cvxpy). Aiming every row at ``-violation_tol / 2`` makes
+    these rows inconsistent; dropping the active set makes the steps undo each other."""
+    rng = np.random.default_rng(seed)
+    n, d = 200, 20
+    X = rng.standard_normal((n, d))
+    y = np.where(X @ rng.standard_normal(d) + 0.8 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    X, y = np.vstack([X, X[:1]]), np.append(y, -y[0])  # the same sample with both labels
+    pos, neg = X[y > 0], X[y < 0]
+    D = (neg[None, :, :] - pos[:, None, :]).reshape(-1, d)
+    m = D.shape[0]
+    w0 = 0.1 * rng.standard_normal(d)
+    f0 = D @ w0
+    assert np.sum(f0 > -np.max(f0)) > 20 * d  # far more nearly active rows than the batch below
+
+    def con(W: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return W @ D[idx].T
+
+    prob = zoframe.Constrained(lambda W: ((W - w0) ** 2).sum(1), con, m=m, x0=w0, convex_constraints=True)
+    r = zoframe.minimize(
+        prob, "dszog", rng=0, max_iter=100, M1=1, M2=4, M3=4, restore_after=0, violation_tol=1e-6,
+        restore_batch=2 * d, restore_rounds=60,
+    )  # fmt: skip
+    assert r.message.startswith("feasible"), r.message
+    assert r.nit <= 12, r.message
+    assert float(np.max(D @ r.x)) <= 1e-6
+    v = cp.Variable(d)
+    cp.Problem(cp.Minimize(cp.sum_squares(v - w0)), [D @ v <= 0]).solve(solver=cp.CLARABEL)
+    assert np.linalg.norm(r.x - w0) <= 1.10 * np.linalg.norm(v.value - w0)

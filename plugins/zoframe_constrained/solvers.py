@@ -103,6 +103,15 @@ def least_distance_step(G: Array, b: Array) -> Array:
     inconsistent (``r[d] ~ 0``), or when ``nnls`` itself fails, it falls back to the least-squares
     step ``G delta = b`` (singular values below ``1e-8`` of the largest cut).
     """
+    return _least_distance(G, b)[0]
+
+
+def _least_distance(G: Array, b: Array) -> tuple[Array, IntArray | None]:
+    """:func:`least_distance_step` and the rows with a positive multiplier (``None``: the fallback ran).
+
+    The rows with ``u_j > 0`` are the active set of the projection: the constraints that decide where
+    ``delta`` ends (at most ``d + 1`` of them when the rows are in general position).
+    """
     from scipy.optimize import nnls
 
     d = G.shape[1]
@@ -119,8 +128,8 @@ def least_distance_step(G: Array, b: Array) -> Array:
         r = E @ u - e
         if r[d] < -1e-12:
             out: Array = -r[:d] / r[d]
-            return out
-    return np.asarray(np.linalg.lstsq(G, b, rcond=1e-8)[0], dtype=np.float64)
+            return out, np.flatnonzero(u > 0)
+    return np.asarray(np.linalg.lstsq(G, b, rcond=1e-8)[0], dtype=np.float64), None
 
 
 @dataclass(frozen=True)
@@ -247,50 +256,74 @@ class _PenaltyMinimax(SolverBase):
         about ``sum(alpha*) / (2 beta)``). Each round:
 
         R1. evaluate the constraints at ``w``: all ``m`` (``restore_sample=None``, an exact max
-            violation) or a uniform sample (then the max violation is a sampled one); if the max
+            violation) or a uniform sample (then the max violation is a sampled one; the active set
+            ``A`` of the previous round is evaluated too when the round goes on); if the max
             violation is ``<= violation_tol``, keep ``w``: ``terminate`` reports it, with how it was
             measured;
-        R2. take the nearly active constraints ``f_j(w) > -max(violation_tol, v)`` (``v`` the max
-            violation of R1: the band a correcting move can push over the edge), at most
-            ``restore_batch`` of them (the largest; default ``16 dim``, which bounds the gradient
-            matrix of R3);
+        R2. the rows: ``A`` (the constraints that held the previous step in place), then the nearly
+            active constraints ``f_j(w) > -max(violation_tol, v)`` (``v`` the max violation of R1:
+            the band a correcting move can push over the edge), the largest first, at most
+            ``restore_batch`` rows in all (default ``16 dim``, which bounds the gradient matrix of R3);
         R3. their gradients by central differences (one batched call, ``2 dim`` points);
-        R4. the shortest step ``delta`` with ``f_j(w) + grad f_j . delta <= -violation_tol / 2`` for
-            those ``j`` (:func:`least_distance_step`): the projection of ``w`` onto their
-            linearisation, exact in one round for linear constraints.
+        R4. the shortest step ``delta`` with ``f_j(w) + grad f_j . delta <= 0`` for those rows
+            (:func:`least_distance_step`): the projection of ``w`` onto their linearisation, exact
+            in one round for linear constraints; its rows with a positive multiplier are the next
+            ``A``.
 
         ``w`` moves as little as the constraints require (satisfied constraints that need no move
         do not pull it around), so the objective changes little; ``p`` (and ADSZOG's averages) are
-        kept. At most ``restore_rounds`` rounds. Why all nearly active rows and the shortest step:
-        measured in ``docs/algorithms/dszog.md`` ("Ending feasible").
+        kept. At most ``restore_rounds`` rounds. Why these choices (all nearly active rows, the
+        shortest step, keeping ``A``, the target ``0`` rather than a margin below it): measured in
+        ``docs/algorithms/dszog.md`` ("Ending feasible").
         """
         st: Any = state
-        w, violation, checked = self._restore_round(oracle, st.x, rng)
-        out: StateT = dataclasses.replace(st, x=w, violation=violation, checked=checked, rounds=int(st.rounds) + 1)
+        w, violation, checked, active = self._restore_round(oracle, st.x, st.restore_active, rng)
+        out: StateT = dataclasses.replace(
+            st, x=w, violation=violation, checked=checked, rounds=int(st.rounds) + 1, restore_active=active
+        )
         return out
 
-    def _restore_round(self, oracle: CountingOracle, w: Array, rng: np.random.Generator) -> tuple[Array, float, int]:
-        """One round R1-R4 of :meth:`restore` from ``w``: ``(w_new, violation at w, constraints checked)``.
+    def _restore_round(
+        self, oracle: CountingOracle, w: Array, active: IntArray | None, rng: np.random.Generator
+    ) -> tuple[Array, float, int, IntArray | None]:
+        """One round R1-R4 of :meth:`restore` from ``w`` with the previous active set ``active``.
 
-        ``w_new is w`` when the max violation at ``w`` is already ``<= violation_tol``.
+        Returns ``(w_new, violation at w, constraints checked, active set of the step)``; ``w_new is
+        w`` when the max violation at ``w`` is already ``<= violation_tol``.
         """
         sample = self.restore_sample
         idx = None if sample is None or sample >= oracle.m else np.sort(rng.choice(oracle.m, size=sample, replace=False))
         f = _finite(oracle.constraints(w, idx, purpose="restore")[0], oracle, "in the restoration")  # R1
         ids = np.arange(oracle.m) if idx is None else idx
         violation = max(float(f.max()), 0.0)
+        checked = int(ids.shape[0])
         if violation <= self.violation_tol:
-            return w, violation, int(ids.shape[0])
-        near = np.flatnonzero(f > -max(self.violation_tol, violation))  # R2
+            return w, violation, checked, active
+        if idx is not None and active is not None:  # the previous active set, outside the uniform sample
+            extra = np.setdiff1d(active, idx, assume_unique=True)
+            if extra.shape[0]:
+                f_extra = _finite(oracle.constraints(w, extra, purpose="restore")[0], oracle, "in the restoration")
+                ids, f = np.concatenate([ids, extra]), np.concatenate([f, f_extra])
+                order = np.argsort(ids, kind="stable")
+                ids, f = ids[order], f[order]
         k = self.restore_batch or 16 * oracle.dim
-        if near.shape[0] > k:
-            near = near[np.argpartition(-f[near], k - 1)[:k]]
-        V = ids[near]
+        keep = np.zeros(0, dtype=np.intp)  # R2: positions (in ids) of the previous active set, then the band
+        if active is not None and active.shape[0]:
+            keep = np.searchsorted(ids, active)[:k]
+        band = np.flatnonzero(f > -max(self.violation_tol, violation))
+        if keep.shape[0]:
+            band = band[~np.isin(band, keep, assume_unique=True)]
+        room = k - keep.shape[0]
+        if band.shape[0] > room:
+            band = band[np.argpartition(-f[band], room - 1)[:room]] if room > 0 else band[:0]
+        rows = np.concatenate([keep, band])
+        V = ids[rows]
         coord = CoordinateEstimator(mu=self.restore_mu)
         grads = coord.estimate(lambda X: oracle.constraints(X, V, purpose="restore"), w, rng, per_component=True)  # R3
         G = np.asarray(grads.per_component).reshape(V.shape[0], oracle.dim)
-        delta = least_distance_step(G, -0.5 * self.violation_tol - f[near])  # R4
-        return w + delta, violation, int(ids.shape[0])
+        delta, mult = _least_distance(G, -f[rows])  # R4
+        new_active = None if mult is None else np.sort(V[mult])
+        return w + delta, violation, checked, new_active
 
     def snapshot(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
         """A feasible copy of the current iterate (``restore_every``): the penalty iterates go on unchanged.
@@ -302,8 +335,9 @@ class _PenaltyMinimax(SolverBase):
         """
         st: Any = state
         w = st.x
+        active: IntArray | None = None
         for _ in range(self.restore_rounds + 1):
-            w_new, violation, checked = self._restore_round(oracle, w, rng)
+            w_new, violation, checked, active = self._restore_round(oracle, w, active, rng)
             if violation <= self.violation_tol:
                 out: StateT = dataclasses.replace(
                     st, x_feasible=w.copy(), feasible_violation=violation, feasible_checked=checked, feasible_t=int(st.t)
@@ -360,6 +394,7 @@ class DSZOGState:
     violation: float = math.nan
     checked: int = 0
     rounds: int = 0
+    restore_active: IntArray | None = None
     x_feasible: Array | None = None
     feasible_violation: float = math.nan
     feasible_checked: int = 0
@@ -470,6 +505,7 @@ class ADSZOGState:
     violation: float = math.nan
     checked: int = 0
     rounds: int = 0
+    restore_active: IntArray | None = None
     x_feasible: Array | None = None
     feasible_violation: float = math.nan
     feasible_checked: int = 0
