@@ -393,18 +393,52 @@ def test_least_distance_step_falls_back_on_inconsistent_rows() -> None:
 
 @pytest.mark.parametrize("error", [np.linalg.LinAlgError("Matrix is singular."), RuntimeError("too many iterations")])
 def test_least_distance_step_survives_a_failing_nnls(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
-    """scipy < 1.15 raises LinAlgError on singular systems, later versions RuntimeError on maxiter:
-    the step falls back to least squares instead of failing the run."""
-    import scipy.optimize
-
-    from zoframe_constrained.solvers import least_distance_step
+    """When NNLS fails, the step falls back to least squares on the violated rows instead of failing
+    the run (the satisfied third row is not pulled onto its boundary)."""
+    import zoframe_constrained.ldp as ldp
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise error
 
-    monkeypatch.setattr(scipy.optimize, "nnls", broken)
-    G = np.array([[1.0, 0.0], [0.0, 2.0]])
-    np.testing.assert_allclose(least_distance_step(G, np.array([-1.0, -1.0])), [-1.0, -0.5], atol=1e-12)
+    monkeypatch.setattr(ldp, "nnls", broken)
+    G = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    np.testing.assert_allclose(ldp.least_distance_step(G, np.array([-1.0, -1.0, 5.0])), [-1.0, -0.5], atol=1e-12)
+    assert ldp.least_distance(G, np.array([-1.0, -1.0, 5.0]))[1] is None
+
+
+def test_nnls_matches_scipy_on_random_and_degenerate_problems() -> None:
+    """Lawson-Hanson NNLS against scipy's on 600 problems (duplicate, zero, opposite and integer
+    columns among them): feasible (u >= 0) and a residual no larger than scipy's (1e-9 relative)."""
+    from scipy.optimize import nnls as scipy_nnls
+
+    from zoframe_constrained.ldp import nnls
+
+    rng = np.random.default_rng(0)
+    for trial in range(600):
+        M, k = int(rng.integers(1, 25)), int(rng.integers(1, 60))
+        E = rng.standard_normal((M, k))
+        kind = trial % 5
+        if kind == 1 and k > 3:
+            E[:, 1] = E[:, 0]
+        elif kind == 2 and k > 3:
+            E[:, 2] = 0.0
+        elif kind == 3 and k > 3:
+            E[:, 3] = -E[:, 0]
+        elif kind == 4:
+            E = np.round(E)
+        e = rng.standard_normal(M)
+        ref = float(scipy_nnls(E, e, maxiter=50 * k)[1])
+        u = nnls(E, e)
+        assert u.min() >= 0.0
+        assert float(np.linalg.norm(E @ u - e)) <= ref + 1e-9 * (1.0 + ref), (trial, M, k, kind)
+
+
+def test_nnls_says_when_it_runs_out_of_iterations() -> None:
+    from zoframe_constrained.ldp import nnls
+
+    rng = np.random.default_rng(1)
+    with pytest.raises(RuntimeError, match="iterations"):
+        nnls(rng.standard_normal((10, 30)), rng.standard_normal(10), maxiter=1)
 
 
 def test_restoration_with_thousands_of_violated_constraints_takes_few_rounds() -> None:

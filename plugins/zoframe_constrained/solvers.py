@@ -35,6 +35,7 @@ from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, Estimator, IntArray
 from zoframe.solver import SolverBase, check_batch, check_int, check_open_unit, check_positive
 from zoframe.specs import param
+from zoframe_constrained.ldp import least_distance, least_distance_step
 from zoframe_constrained.simplex import (
     FLUSH,
     PZ,
@@ -92,44 +93,6 @@ def _diverged(w: Array, solver: _PenaltyMinimax, t: int) -> Array:
 def _norm(v: Array) -> float:
     """Euclidean norm (einsum: cheaper than np.linalg.norm, and no BLAS threads for a 1-D product)."""
     return math.sqrt(float(np.einsum("i,i->", v, v)))
-
-
-def least_distance_step(G: Array, b: Array) -> Array:
-    """The shortest ``delta`` with ``G delta <= b`` (a least-distance program).
-
-    Solved through non-negative least squares (Lawson & Hanson, *Solving Least Squares Problems*,
-    1974, ch. 23): with ``E = [-G^T; -b^T]`` and ``e`` the last unit vector, ``u = argmin_{u >= 0}
-    ||E u - e||`` and ``r = E u - e`` give ``delta = -r[:d] / r[d]``. When the linear system is
-    inconsistent (``r[d] ~ 0``), or when ``nnls`` itself fails, it falls back to the least-squares
-    step ``G delta = b`` (singular values below ``1e-8`` of the largest cut).
-    """
-    return _least_distance(G, b)[0]
-
-
-def _least_distance(G: Array, b: Array) -> tuple[Array, IntArray | None]:
-    """:func:`least_distance_step` and the rows with a positive multiplier (``None``: the fallback ran).
-
-    The rows with ``u_j > 0`` are the active set of the projection: the constraints that decide where
-    ``delta`` ends (at most ``d + 1`` of them when the rows are in general position).
-    """
-    from scipy.optimize import nnls
-
-    d = G.shape[1]
-    E = np.vstack([-G.T, -b[None, :]])
-    e = np.zeros(d + 1)
-    e[d] = 1.0
-    u: Array | None
-    try:
-        u = np.asarray(nnls(E, e, maxiter=max(50 * E.shape[1], 1000))[0], dtype=np.float64)
-    except (RuntimeError, ValueError, np.linalg.LinAlgError):  # nnls failed (scipy < 1.15 raises on singular
-        # systems, later versions on too many iterations): the least-squares step below
-        u = None
-    if u is not None:
-        r = E @ u - e
-        if r[d] < -1e-12:
-            out: Array = -r[:d] / r[d]
-            return out, np.flatnonzero(u > 0)
-    return np.asarray(np.linalg.lstsq(G, b, rcond=1e-8)[0], dtype=np.float64), None
 
 
 @dataclass(frozen=True)
@@ -321,7 +284,7 @@ class _PenaltyMinimax(SolverBase):
         coord = CoordinateEstimator(mu=self.restore_mu)
         grads = coord.estimate(lambda X: oracle.constraints(X, V, purpose="restore"), w, rng, per_component=True)  # R3
         G = np.asarray(grads.per_component).reshape(V.shape[0], oracle.dim)
-        delta, mult = _least_distance(G, -f[rows])  # R4
+        delta, mult = least_distance(G, -f[rows])  # R4
         new_active = None if mult is None else np.sort(V[mult])
         return w + delta, violation, checked, new_active
 
