@@ -259,7 +259,7 @@ def main() -> None:
                     help="stop zoframe's runs at the target after the first seed (which runs the full budget)")  # fmt: skip
     ap.add_argument("--target-bc", type=float, default=0.18, help="objective target on breast-cancer pairwise")
     ap.add_argument("--target-a9a", type=float, default=None, help="objective target on a9a (default: scipy COBYLA's level)")
-    ap.add_argument("--restore-after", type=int, default=3000, help="ADSZOG steps before its restoration phase")
+    ap.add_argument("--restore-after", type=int, default=1000, help="ADSZOG steps before its restoration phase")
     args = ap.parse_args()
     seeds = [int(v) for v in args.seeds.split(",") if v.strip()]
     reg = zoframe.default_registry()
