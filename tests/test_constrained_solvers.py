@@ -499,6 +499,37 @@ def test_restore_every_resumes_from_a_checkpoint(tmp_path: Any, convex: tuple[An
     np.testing.assert_array_equal(straight.x, resumed.x)
 
 
+def _pairwise_cone(seed: int, n: int = 200, d: int = 20) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Pairwise constraints ``(x_neg - x_pos)^T w <= 0`` with one sample in both classes."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(X @ rng.standard_normal(d) + 0.8 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    X, y = np.vstack([X, X[:1]]), np.append(y, -y[0])  # the same sample with both labels
+    pos, neg = X[y > 0], X[y < 0]
+    D = (neg[None, :, :] - pos[:, None, :]).reshape(-1, d)
+    w0 = 0.1 * rng.standard_normal(d)
+
+    def con(W: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return W @ D[idx].T
+
+    prob = zoframe.Constrained(lambda W: ((W - w0) ** 2).sum(1), con, m=D.shape[0], x0=w0, convex_constraints=True)
+    return prob, D, w0
+
+
+def test_restoration_resumes_from_a_checkpoint_with_its_active_set(tmp_path: Any) -> None:
+    """A run checkpointed between restoration rounds resumes with the active set it had: the same
+    rounds and the same final point as a straight run."""
+    prob, _, _ = _pairwise_cone(0)
+    kw: dict[str, Any] = {"M1": 1, "M2": 4, "M3": 4, "restore_after": 0, "violation_tol": 1e-6, "restore_batch": 40,
+                          "record_every": 0}  # fmt: skip
+    straight = zoframe.minimize(prob, "dszog", rng=0, max_iter=100, **kw)
+    assert straight.message.startswith("feasible") and straight.nit >= 4
+    zoframe.minimize(prob, "dszog", rng=0, max_iter=2, checkpoint=tmp_path / "c", **kw)
+    resumed = zoframe.minimize(prob, "dszog", max_iter=100, resume=tmp_path / "c", **kw)
+    assert resumed.nit == straight.nit
+    np.testing.assert_array_equal(resumed.x, straight.x)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_restoration_on_a_degenerate_pairwise_cone_with_a_small_row_budget(seed: int) -> None:
     """Pairwise ranking constraints ``(x_neg - x_pos)^T w <= 0`` with one sample in both classes (a
@@ -507,22 +538,10 @@ def test_restoration_on_a_degenerate_pairwise_cone_with_a_small_row_budget(seed:
     targets the boundary) ends feasible over all rows within 12 rounds (over 3 seeds), moving ``w`` at
     most 10% more than the exact projection onto the cone (cvxpy). Aiming every row at ``-violation_tol / 2`` makes
     these rows inconsistent; dropping the active set makes the steps undo each other."""
-    rng = np.random.default_rng(seed)
-    n, d = 200, 20
-    X = rng.standard_normal((n, d))
-    y = np.where(X @ rng.standard_normal(d) + 0.8 * rng.standard_normal(n) > 0, 1.0, -1.0)
-    X, y = np.vstack([X, X[:1]]), np.append(y, -y[0])  # the same sample with both labels
-    pos, neg = X[y > 0], X[y < 0]
-    D = (neg[None, :, :] - pos[:, None, :]).reshape(-1, d)
-    m = D.shape[0]
-    w0 = 0.1 * rng.standard_normal(d)
+    prob, D, w0 = _pairwise_cone(seed)
+    d = D.shape[1]
     f0 = D @ w0
     assert np.sum(f0 > -np.max(f0)) > 20 * d  # far more nearly active rows than the batch below
-
-    def con(W: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        return W @ D[idx].T
-
-    prob = zoframe.Constrained(lambda W: ((W - w0) ** 2).sum(1), con, m=m, x0=w0, convex_constraints=True)
     r = zoframe.minimize(
         prob, "dszog", rng=0, max_iter=100, M1=1, M2=4, M3=4, restore_after=0, violation_tol=1e-6,
         restore_batch=2 * d, restore_rounds=60,
