@@ -552,3 +552,14 @@ def test_restoration_on_a_degenerate_pairwise_cone_with_a_small_row_budget(seed:
     v = cp.Variable(d)
     cp.Problem(cp.Minimize(cp.sum_squares(v - w0)), [D @ v <= 0]).solve(solver=cp.CLARABEL)
     assert np.linalg.norm(r.x - w0) <= 1.10 * np.linalg.norm(v.value - w0)
+
+
+def test_restoration_after_snapshots_starts_from_the_snapshot_active_set() -> None:
+    """``restore_every`` and ``restore_after`` together: the final restoration starts from the active
+    set of the last snapshot and still ends feasible over all rows."""
+    prob, D, _ = _pairwise_cone(1)
+    kw: dict[str, Any] = {"M1": 1, "M2": 4, "M3": 4, "violation_tol": 1e-6, "restore_batch": 40, "record_every": 0}
+    both = zoframe.minimize(prob, "dszog", rng=0, max_iter=200, restore_every=5, restore_after=10, **kw)
+    assert both.message.startswith("feasible"), both.message
+    assert float(np.max(D @ both.x)) <= 1e-6
+    assert float(np.max(D @ both.outputs["x_feasible"])) <= 1e-6

@@ -231,7 +231,7 @@ class _PenaltyMinimax(SolverBase):
         R4. the shortest step ``delta`` with ``f_j(w) + grad f_j . delta <= 0`` for those rows
             (:func:`least_distance_step`): the projection of ``w`` onto their linearisation, exact
             in one round for linear constraints; its rows with a positive multiplier are the next
-            ``A``.
+            ``A`` (the first round's ``A`` is the last feasible snapshot's, when there is one).
 
         ``w`` moves as little as the constraints require (satisfied constraints that need no move
         do not pull it around), so the objective changes little; ``p`` (and ADSZOG's averages) are
@@ -240,7 +240,8 @@ class _PenaltyMinimax(SolverBase):
         ``docs/algorithms/dszog.md`` ("Ending feasible").
         """
         st: Any = state
-        w, violation, checked, active = self._restore_round(oracle, st.x, st.restore_active, rng)
+        start = st.restore_active if int(st.rounds) > 0 else st.feasible_active  # a snapshot's A, if any
+        w, violation, checked, active = self._restore_round(oracle, st.x, start, rng)
         out: StateT = dataclasses.replace(
             st, x=w, violation=violation, checked=checked, rounds=int(st.rounds) + 1, restore_active=active
         )
