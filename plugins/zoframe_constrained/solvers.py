@@ -346,8 +346,36 @@ class _PenaltyMinimax(SolverBase):
 
 
 # ====================================================================== DSZOG
+@dataclass(frozen=True, kw_only=True)
+class _RestorationState:
+    """What the ending-feasible machinery carries, shared by both states (keyword-only fields).
+
+    ``violation``, ``checked``, ``rounds``, ``restore_active``: the restoration phase (the max
+    violation, how many constraints measured it, rounds so far, the last step's active set);
+    ``x_feasible`` and the ``feasible_*`` fields: the last feasible snapshot (``restore_every``).
+    """
+
+    violation: float = math.nan
+    checked: int = 0
+    rounds: int = 0
+    restore_active: IntArray | None = None
+    x_feasible: Array | None = None
+    feasible_violation: float = math.nan
+    feasible_checked: int = 0
+    feasible_t: int = 0
+    feasible_active: IntArray | None = None
+
+    def snapshot_fields(self) -> dict[str, Any]:
+        """The last feasible snapshot, to carry over into the next step's state."""
+        return {
+            "x_feasible": self.x_feasible, "feasible_violation": self.feasible_violation,
+            "feasible_checked": self.feasible_checked, "feasible_t": self.feasible_t,
+            "feasible_active": self.feasible_active,
+        }  # fmt: skip
+
+
 @dataclass(frozen=True)
-class DSZOGState:
+class DSZOGState(_RestorationState):
     """What DSZOG carries: ``w`` and the distribution ``p`` over the constraints.
 
     ``p_support is None``: ``p`` is the dense vector. Otherwise ``p`` holds the values on the sorted
@@ -361,15 +389,6 @@ class DSZOGState:
     p_floor: float
     m: int
     t: int = 0
-    violation: float = math.nan
-    checked: int = 0
-    rounds: int = 0
-    restore_active: IntArray | None = None
-    x_feasible: Array | None = None
-    feasible_violation: float = math.nan
-    feasible_checked: int = 0
-    feasible_t: int = 0
-    feasible_active: IntArray | None = None
 
 
 @dataclass(frozen=True)
@@ -443,9 +462,7 @@ class DSZOG(_PenaltyMinimax):
         w = _diverged(w - self.eta_w * G, self, state.t + 1)  # Alg. 1 l.10
         p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
         new = DSZOGState(
-            x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1, x_feasible=state.x_feasible,
-            feasible_violation=state.feasible_violation, feasible_checked=state.feasible_checked,
-            feasible_t=state.feasible_t, feasible_active=state.feasible_active,
+            x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1, **state.snapshot_fields(),
         )  # the last feasible snapshot (restore_every) carries over
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
@@ -456,7 +473,7 @@ class DSZOG(_PenaltyMinimax):
 
 # ====================================================================== ADSZOG
 @dataclass(frozen=True)
-class ADSZOGState:
+class ADSZOGState(_RestorationState):
     """What ADSZOG carries: ``w``, ``p``, the moving averages ``z_w``, ``z_p``; ``t`` counts steps.
 
     ``p_support is None``: ``p`` and ``z_p`` are dense. Otherwise they hold the values on the sorted
@@ -473,15 +490,6 @@ class ADSZOGState:
     p_floor: float
     z_floor: float
     m: int
-    violation: float = math.nan
-    checked: int = 0
-    rounds: int = 0
-    restore_active: IntArray | None = None
-    x_feasible: Array | None = None
-    feasible_violation: float = math.nan
-    feasible_checked: int = 0
-    feasible_t: int = 0
-    feasible_active: IntArray | None = None
 
     def pz(self) -> PZ:
         return PZ(self.p, self.z_p, self.p_support, self.p_floor, self.z_floor, self.m)
@@ -578,11 +586,7 @@ class ADSZOG(_PenaltyMinimax):
     def _state(self, w: Array, pz: PZ, z_w: Array, t: int, prev: ADSZOGState | None = None) -> ADSZOGState:
         if pz.support is not None and pz.support.shape[0] > pz.m // 4:  # no longer sparse: go dense
             pz = PZ(pz.dense_p(), densify(pz.support, pz.z, pz.z_floor, pz.m), None, 0.0, 0.0, pz.m)
-        keep: dict[str, Any] = {}
-        if prev is not None and prev.x_feasible is not None:  # the last feasible snapshot carries over
-            keep = {"x_feasible": prev.x_feasible, "feasible_violation": prev.feasible_violation,
-                    "feasible_checked": prev.feasible_checked, "feasible_t": prev.feasible_t,
-                    "feasible_active": prev.feasible_active}  # fmt: skip
+        keep = prev.snapshot_fields() if prev is not None else {}  # the last feasible snapshot carries over
         return ADSZOGState(
             x=w, p=pz.p, z_w=z_w, z_p=pz.z, t=t, p_support=pz.support, p_floor=pz.p_floor, z_floor=pz.z_floor, m=pz.m,
             **keep,
