@@ -13,6 +13,7 @@ from __future__ import annotations
 from zoframe.driver import IterationInfo, RunFailedError, make_rng, minimize
 from zoframe.errors import (
     BudgetExhausted,
+    DivergedError,
     DuplicatePluginError,
     IncompatibleProblemError,
     InvalidInputError,
@@ -39,6 +40,7 @@ __all__ = [
     "Constrained",
     "CoordinateEstimator",
     "CountingOracle",
+    "DivergedError",
     "DuplicatePluginError",
     "Estimate",
     "EstimatorSpec",

@@ -32,6 +32,14 @@ class NonFiniteValueError(ZoframeError, FloatingPointError):
     """A user function returned NaN or infinity under the ``nonfinite="raise"`` policy."""
 
 
+class DivergedError(ZoframeError, FloatingPointError):
+    """A solver's iterate or merit value blew up (non-finite or beyond a stated bound).
+
+    A solver raises it from ``step``; the driver ends the run with status ``DIVERGED``,
+    ``success=False``, and keeps the last finite best point in ``Result.x_best``.
+    """
+
+
 class BudgetExhausted(ZoframeError):
     """Raised by the oracle *before* an evaluation that would exceed ``max_calls``.
 

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import pluggy
 
-from zoframe.specs import CommandSpec, EstimatorSpec, ProblemSpec, ReproductionSpec, SolverSpec
+from zoframe.specs import CommandSpec, EstimatorSpec, ProblemSpec, ReproductionSpec, SolverSpec, SuiteSpec
 
 PROJECT_NAME = "zoframe"
 ENTRY_POINT_GROUP = "zoframe.plugins"
@@ -57,3 +57,7 @@ class ZoframeHookSpecs:
     @hookspec
     def zoframe_commands(self) -> Sequence[CommandSpec]:  # type: ignore[empty-body]
         """Return extra top-level CLI commands."""
+
+    @hookspec
+    def zoframe_suites(self) -> Sequence[SuiteSpec]:  # type: ignore[empty-body]
+        """Return the benchmark suites (named collections of problem instances) this plugin provides."""

@@ -32,7 +32,7 @@ import pluggy
 
 from zoframe.errors import DuplicatePluginError, PluginError, UnknownNameError
 from zoframe.hooks import ENTRY_POINT_GROUP, PROJECT_NAME, ZoframeHookSpecs
-from zoframe.specs import CommandSpec, EstimatorSpec, ProblemSpec, ReproductionSpec, SolverSpec
+from zoframe.specs import CommandSpec, EstimatorSpec, ProblemSpec, ReproductionSpec, SolverSpec, SuiteSpec
 
 __all__ = ["PluginLoadWarning", "Provided", "Registry", "default_registry"]
 
@@ -159,6 +159,9 @@ class Registry:
     def commands(self) -> dict[str, Provided[CommandSpec]]:
         return self._collect("zoframe_commands")
 
+    def suites(self) -> dict[str, Provided[SuiteSpec]]:
+        return self._collect("zoframe_suites")
+
     @staticmethod
     def _get(table: dict[str, Provided[S]], kind: str, name: str) -> S:
         if not isinstance(name, str):
@@ -179,6 +182,9 @@ class Registry:
 
     def reproduction(self, name: str) -> ReproductionSpec:
         return self._get(self.reproductions(), "reproduction", name)
+
+    def suite(self, name: str) -> SuiteSpec:
+        return self._get(self.suites(), "suite", name)
 
     def find(self, name: str) -> tuple[str, Any, str]:
         """Look a name up among solvers, estimators and problems: ``(kind, spec, provider)``."""

@@ -9,7 +9,7 @@ accepts. Hyper-parameters are read from the component's dataclass fields; declar
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -138,3 +138,40 @@ class CommandSpec:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+
+
+@dataclass(frozen=True)
+class SuiteInstance:
+    """One problem instance of a benchmark suite.
+
+    ``build()`` returns a fresh problem (any kind). ``f_star`` / ``x_star`` are the known optimal
+    value and point where known (``None`` otherwise); ``dim`` and ``m`` (number of constraints,
+    0 for unconstrained kinds) describe the instance without building it.
+    """
+
+    name: str
+    build: Callable[[], Any]
+    kind: str
+    dim: int
+    m: int = 0
+    f_star: float | None = None
+    x_star: tuple[float, ...] | None = None
+    reference: str = ""
+    tags: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """A named collection of problem instances (``zoframe bench SUITE``).
+
+    ``instances(**kwargs)`` returns the suite's :class:`SuiteInstance` records, built lazily;
+    instance names are unique within a suite, and the same ``kwargs`` always give the same
+    instances (seeded generators take a ``seed`` keyword), so a worker process can rebuild an
+    instance from ``(suite name, kwargs, instance name)``.
+    """
+
+    name: str
+    summary: str
+    reference: str
+    instances: Callable[..., Sequence[SuiteInstance]]
+    parameters: Mapping[str, str] = field(default_factory=dict)
