@@ -68,7 +68,9 @@ def test_solve_prints_the_feasible_snapshot(capsys: pytest.CaptureFixture[str]) 
     code = main(["solve", "pairwise", "--problem-arg", "dataset=breast-cancer", "--solver", "adszog",
                  "-p", "restore_every=100", "--max-iter", "200", "--seed", "0", "--no-progress"])  # fmt: skip
     text = capsys.readouterr().out
-    assert code == 0
+    # exit 0 only if the final iterate itself is feasible (a budget stop at an infeasible point is 1)
+    final_feasible = "feasible=True" in text or "'feasible': True" in text
+    assert code == (0 if final_feasible else 1)
     line = next(ln for ln in text.splitlines() if ln.startswith("feasible snapshot x_feasible"))
     assert "step 200" in line and "over 18868 constraints" in line
     viol = float(line.split("max_violation=")[1].split(",")[0])

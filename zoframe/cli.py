@@ -132,7 +132,8 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
             return 2
         ns = argparse.Namespace(problem_obj=problem, result_obj=res, result=None, json=False)
         return cmd.spec.run(ns)
-    return 0 if res.success else 1
+    # exit 0 for a certified run and for a budget stop at an acceptable point; 1 otherwise
+    return 0 if res.success or (res.status.budget and res.feasible is not False) else 1
 
 
 def _kv(items: Sequence[str] | None) -> list[tuple[str, Any]]:

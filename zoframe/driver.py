@@ -25,6 +25,7 @@ import numpy as np
 from zoframe import checkpoint as ckpt
 from zoframe.errors import (
     BudgetExhausted,
+    DivergedError,
     IncompatibleProblemError,
     InvalidInputError,
     ZoframeError,
@@ -32,7 +33,7 @@ from zoframe.errors import (
 from zoframe.oracle import CountingOracle, NonFinitePolicy, problem_kind
 from zoframe.protocols import Array, Estimator, HasMeasures
 from zoframe.registry import Registry, default_registry
-from zoframe.result import Result, Status, Trace
+from zoframe.result import Result, Status, Trace, decide_success
 
 __all__ = ["IterationInfo", "RunFailedError", "make_rng", "minimize"]
 
@@ -247,6 +248,12 @@ def minimize(
         record_every = max(1, math.ceil(max_iter / 100)) if max_iter is not None else 10
 
     oracle = CountingOracle(problem, max_calls=max_calls, nonfinite=nonfinite, executor=executor, chunks=chunks)
+    notes: list[str] = []
+    adapt = getattr(solv, "adapt", None)
+    if callable(adapt):
+        # the solver resolves its problem-dependent defaults (e.g. batch sizes) before any evaluation
+        solv, adapt_notes = adapt(oracle)
+        notes.extend(str(n) for n in adapt_notes)
     validate = getattr(solv, "validate", None)
     if callable(validate):
         validate(oracle)  # raise before any evaluation
@@ -374,6 +381,8 @@ def minimize(
                     bar.update(nit)
         except BudgetExhausted as exc:
             status, message = Status.BUDGET, f"reached max_calls={exc.limit} (next batch needed {exc.requested})"
+        except DivergedError as exc:
+            status, message = Status.DIVERGED, f"diverged at iteration {nit + 1}: {exc}"
         except KeyboardInterrupt:
             status, message = Status.FAILED, "interrupted"
             failure = KeyboardInterrupt()
@@ -399,13 +408,23 @@ def minimize(
                     pass
             save_checkpoint()
     trace = Trace({k: np.asarray(v, dtype=np.float64) for k, v in columns.items()})
+    fun = float(last_measures.get("fun", math.nan))
+    viol = last_measures.get("max_violation")
+    feasible = None if viol is None or kind != "constrained" else bool(float(viol) <= feasibility_tol)
+    if status is Status.CONVERGED and not bool(np.all(np.isfinite(final_x))):
+        status, message = Status.DIVERGED, f"the final point is not finite ({message})"
+    success, why = decide_success(status, np.asarray(final_x, dtype=np.float64), fun, feasible)
+    if why and status is Status.CONVERGED:
+        message = f"{message}; but {why}"
+    if notes:
+        message = f"{message} [{'; '.join(notes)}]"
     result = Result(
         x=np.array(final_x, dtype=np.float64, copy=True),
-        fun=float(last_measures.get("fun", math.nan)),
+        fun=fun,
         nit=nit,
         nfev=oracle.calls,
         status=status,
-        success=status.success,
+        success=success,
         message=message,
         nfev_by_kind=dict(oracle.calls_by_kind),
         nfev_by_purpose=dict(oracle.calls_by_purpose),
@@ -417,6 +436,10 @@ def minimize(
         outputs={k: np.array(v, copy=True) for k, v in outs.items()},
         measures=dict(last_measures),
         elapsed=time.perf_counter() - wall0,
+        feasible=feasible,
+        max_violation=None if viol is None else float(viol),
+        feasibility_tol=feasibility_tol if kind == "constrained" else None,
+        notes=tuple(notes),
     )
     if failure is not None:
         if isinstance(failure, KeyboardInterrupt):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import enum
 import io
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,14 @@ from zoframe.protocols import Array
 
 
 class Status(enum.IntEnum):
-    """Why a run ended. ``success`` is true for CONVERGED, MAX_ITER, and CALLBACK."""
+    """Why a run ended.
+
+    ``CONVERGED``: the solver's own stationarity test passed. ``MAX_ITER``, ``BUDGET``,
+    ``MAX_TIME``: a budget ran out; not a failure of the run, but not a certificate either.
+    ``CALLBACK``: the user's callback stopped the run. ``FAILED``: an error ended the run.
+    ``DIVERGED``: the iterate or the solver's merit value blew up (non-finite or beyond a bound).
+    Only ``CONVERGED`` can give ``Result.success``; see :func:`decide_success`.
+    """
 
     CONVERGED = 0
     MAX_ITER = 1
@@ -23,10 +31,40 @@ class Status(enum.IntEnum):
     MAX_TIME = 3
     CALLBACK = 4
     FAILED = 5
+    DIVERGED = 6
 
     @property
     def success(self) -> bool:
-        return self in (Status.CONVERGED, Status.MAX_ITER, Status.CALLBACK)
+        """Whether this status certifies the run (only ``CONVERGED`` does)."""
+        return self is Status.CONVERGED
+
+    @property
+    def budget(self) -> bool:
+        """Whether the run stopped because a budget (iterations, calls, seconds) ran out."""
+        return self in (Status.MAX_ITER, Status.BUDGET, Status.MAX_TIME)
+
+
+def decide_success(status: Status, x: Array, fun: float, feasible: bool | None) -> tuple[bool, str]:
+    """The one definition of ``Result.success`` for every solver family.
+
+    A run succeeds when the solver's own stationarity test passed (``status`` is ``CONVERGED``),
+    the final point and objective are finite, and, for constrained problems (``feasible`` is not
+    ``None``), the final point is feasible within the stated tolerance. Returns ``(success, why)``
+    where ``why`` is empty on success and otherwise says what is missing.
+    """
+    if not bool(np.all(np.isfinite(x))):
+        return False, "the final point is not finite"
+    if not math.isfinite(fun) and not math.isnan(fun):
+        return False, f"the final objective is not finite ({fun})"
+    if math.isnan(fun) and status is Status.CONVERGED:
+        return False, "the final objective is NaN"
+    if feasible is False:
+        return False, "the final point is not feasible"
+    if status is not Status.CONVERGED:
+        if status.budget:
+            return False, "a budget ran out: no convergence certificate (the run did not fail)"
+        return False, f"the run ended with status {status.name}"
+    return True, ""
 
 
 @dataclass(frozen=True)
@@ -78,7 +116,13 @@ class Result:
         ``"monitor"`` holds the driver's own (unbudgeted) evaluations for the trace.
     x_best, fun_best:
         the best recorded point (lowest ``fun``, feasible points first when the problem reports
-        ``max_violation``).
+        ``max_violation``); after a divergence, the last finite best point.
+    feasible, max_violation, feasibility_tol:
+        for constrained problems: whether the final point satisfies every constraint within
+        ``feasibility_tol`` (``max_violation`` over all ``m`` constraints, as measured by the
+        problem's measures); ``None`` for other kinds or when it could not be measured.
+    notes:
+        notices about the run, e.g. defaults the solver adapted to the problem.
     outputs:
         everything the solver reports about its final iterate (``x`` and e.g. ``y`` or ``p``).
     measures:
@@ -106,12 +150,17 @@ class Result:
     outputs: Mapping[str, Array] = field(default_factory=dict)
     measures: Mapping[str, float] = field(default_factory=dict)
     elapsed: float = 0.0
+    feasible: bool | None = None
+    max_violation: float | None = None
+    feasibility_tol: float | None = None
+    notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         ms = ", ".join(f"{k}={v:.6g}" for k, v in self.measures.items() if k != "fun")
         return (
-            f"Result(solver={self.solver!r}, status={self.status.name}, fun={self.fun:.6g}, "
-            f"nit={self.nit}, nfev={self.nfev}{', ' + ms if ms else ''}, message={self.message!r})"
+            f"Result(solver={self.solver!r}, status={self.status.name}, success={self.success}, "
+            f"fun={self.fun:.6g}, nit={self.nit}, nfev={self.nfev}{', ' + ms if ms else ''}"
+            f"{'' if self.feasible is None else f', feasible={self.feasible}'}, message={self.message!r})"
         )
 
     def summary(self) -> dict[str, Any]:
@@ -129,6 +178,10 @@ class Result:
             "fun_best": self.fun_best,
             "seed": self.seed,
             "elapsed": self.elapsed,
+            "feasible": self.feasible,
+            "max_violation": self.max_violation,
+            "feasibility_tol": self.feasibility_tol,
+            "notes": list(self.notes),
             "measures": {k: float(v) for k, v in self.measures.items()},
             "x": [float(v) for v in self.x],
         }
