@@ -63,14 +63,14 @@ def test_known_datasets_load_with_the_documented_sizes(name: str, shape: tuple[i
 
 
 @needs_data
-def test_a9a_and_w8a_parse_in_about_a_second() -> None:
-    load_libsvm("svmguide3")  # import the parser once so that import time is not measured
-    for name in ("a9a", "w8a"):
+def test_a9a_and_w8a_parse_from_disk_after_clearing_the_cache() -> None:
+    # parse speed is measured by benchmarks/data_loading.py, not asserted here
+    for name, shape in (("a9a", (32561, 123)), ("w8a", (49749, 300))):
+        first = load_libsvm(name)[0]
         clear_cache()
-        t0 = time.perf_counter()
-        load_libsvm(name)
-        elapsed = time.perf_counter() - t0
-        assert elapsed < 1.5, f"{name} took {elapsed:.2f} s to load"
+        again = load_libsvm(name)[0]
+        assert again is not first and again.shape == shape
+        assert (again != first).nnz == 0
 
 
 @needs_data
