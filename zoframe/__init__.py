@@ -10,6 +10,7 @@ Quick use::
 
 from __future__ import annotations
 
+from zoframe import measures, penalties, sets
 from zoframe.driver import IterationInfo, RunFailedError, make_rng, minimize
 from zoframe.errors import (
     BudgetExhausted,
@@ -69,6 +70,9 @@ __all__ = [
     "default_registry",
     "hookimpl",
     "make_rng",
+    "measures",
     "minimize",
     "param",
+    "penalties",
+    "sets",
 ]
