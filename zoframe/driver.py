@@ -373,7 +373,8 @@ def minimize(
                         break
                 reason = term(state) if term is not None else None
                 if reason:
-                    status, message = Status.CONVERGED, str(reason)
+                    # a reason may carry its own status (e.g. BUDGET when a solver ends on a reserve)
+                    status, message = Status(getattr(reason, "status", Status.CONVERGED)), str(reason)
                     break
                 if checkpoint_every and nit % checkpoint_every == 0:
                     save_checkpoint()

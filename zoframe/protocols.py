@@ -282,7 +282,9 @@ class Solver(Protocol[StateT]):
     ``validate(oracle)``
         raise a clear error before any evaluation if the problem does not suit the solver;
     ``terminate(state) -> str | None``
-        a message when the solver's own stopping rule fires;
+        a message when the solver's own stopping rule fires (status ``CONVERGED``); a
+        :class:`~zoframe.solver.StopReason` ends the run with the status it carries instead
+        (e.g. ``BUDGET`` when the solver stops on a reserve it kept for its last phase);
     ``outputs(state) -> Mapping[str, Array]``
         the iterate to report (default ``{"x": state.x}``; e.g. ``y`` or ``p`` as well).
     """

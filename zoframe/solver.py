@@ -11,8 +11,24 @@ import numpy as np
 from zoframe.errors import InvalidParameterError
 from zoframe.estimators import GaussianEstimator
 from zoframe.protocols import Array, Estimator
+from zoframe.result import Status
 
-__all__ = ["SolverBase", "check_batch", "check_int", "check_open_unit", "check_positive"]
+__all__ = ["SolverBase", "StopReason", "check_batch", "check_int", "check_open_unit", "check_positive"]
+
+
+class StopReason(str):
+    """A ``terminate()`` message that ends the run with its own status instead of ``CONVERGED``.
+
+    ``StopReason("restored a feasible point at the end of max_calls", Status.BUDGET)``: the run
+    stops, but the status says that no stationarity test passed (so ``Result.success`` is False).
+    """
+
+    status: Status
+
+    def __new__(cls, text: str, status: Status = Status.CONVERGED) -> StopReason:
+        out = super().__new__(cls, text)
+        out.status = status
+        return out
 
 
 class SolverBase:
