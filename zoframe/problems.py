@@ -39,6 +39,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError, ShapeError
 from zoframe.oracle import MonitorOracle
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
+from zoframe.sets import Box
 
 __all__ = ["Composite", "Constrained", "FiniteSum", "HalfSquaredResiduals", "Minimax", "constrained_measures"]
 
@@ -51,6 +52,25 @@ def _vector(x: Any, name: str) -> Array:
         raise InvalidInputError(f"{name} contains NaN or infinity")
     arr.setflags(write=False)
     return arr
+
+
+def _box(bounds: Any, dim: int, feasible_set: ConvexSet | None) -> ConvexSet | None:
+    """The feasible set of a builder: ``bounds=(lower, upper)`` as a :class:`~zoframe.sets.Box`, or ``feasible_set``."""
+    if bounds is None:
+        return feasible_set
+    if feasible_set is not None:
+        raise InvalidInputError("give either bounds=(lower, upper) or feasible_set=, not both")
+    if not (isinstance(bounds, (tuple, list)) and len(bounds) == 2):
+        raise InvalidInputError(
+            "bounds must be a pair (lower, upper) of scalars or length-d arrays (use -inf / inf for a free side), "
+            f"got {bounds!r}"
+        )
+    lo, hi = (np.broadcast_to(np.asarray(-np.inf if v is None else v, dtype=np.float64), (dim,)).copy() for v in bounds)
+    if np.isnan(lo).any() or np.isnan(hi).any():
+        raise InvalidInputError("bounds contain NaN; use -inf / inf for a free side")
+    lo.setflags(write=False)
+    hi.setflags(write=False)
+    return Box(dim, lo, hi)
 
 
 def _positive(v: int, name: str) -> int:
@@ -94,7 +114,7 @@ def constrained_measures(x: Array, monitor: MonitorOracle, violation_tol: float)
 
 @dataclass(frozen=True, eq=False)
 class FiniteSum:
-    """``min_x (1/n) sum_i l_i(x)``, optionally over ``feasible_set``."""
+    """``min_x (1/n) sum_i l_i(x)``, optionally over ``feasible_set`` or the box ``bounds=(lower, upper)``."""
 
     kind: ClassVar[str] = "finite_sum"
     fun: Callable[..., Any]
@@ -103,12 +123,14 @@ class FiniteSum:
     vectorized: bool = True
     feasible_set: ConvexSet | None = None
     name: str = "finite-sum"
+    bounds: tuple[Any, Any] | None = None
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
+        object.__setattr__(self, "feasible_set", _box(self.bounds, self.dim, self.feasible_set))
         if not callable(self.fun):
             raise InvalidInputError("fun must be callable")
 
@@ -124,7 +146,10 @@ class Constrained:
     """``min_x (1/n) sum_i l_i(x)`` s.t. ``g_j(x) <= 0`` for ``j < m``.
 
     ``convex`` and ``black_box`` describe the constraints; ``violation_tol`` is the tolerance under
-    which a point counts as feasible in traces and in ``Result.x_best``.
+    which a point counts as feasible in traces and in ``Result.x_best``. Simple bounds
+    ``bounds=(lower, upper)`` (scalars or length-``d`` arrays, ``-inf`` / ``inf`` for a free side)
+    are not constraints: they become the problem's ``feasible_set`` (a :class:`~zoframe.sets.Box`),
+    which the constrained solvers keep by projection (every iterate, every evaluated point inside).
     """
 
     kind: ClassVar[str] = "constrained"
@@ -138,6 +163,8 @@ class Constrained:
     black_box_constraints: bool = True
     violation_tol: float = 1e-3
     name: str = "constrained"
+    bounds: tuple[Any, Any] | None = None
+    feasible_set: ConvexSet | None = None
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -145,6 +172,7 @@ class Constrained:
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
+        object.__setattr__(self, "feasible_set", _box(self.bounds, self.dim, self.feasible_set))
 
     def components(self, X: Array, idx: IntArray) -> Array:
         return _eval_batched(self.objective, (X,), idx, self.n, self.vectorized)
