@@ -123,9 +123,9 @@ class FusedLassoToy(HalfSquaredResiduals):
 
     def cvxpy_model(self) -> Any:
         """``(problem, x)`` as a cvxpy model (tests and verification only)."""
-        import cvxpy as cp
+        from zoframe._optional import require
 
-        cvx: Any = cp
+        cvx: Any = require("cvxpy", feature="the cvxpy model of this problem (its reference solution)")
         x = cvx.Variable(self.dim)
         obj = 0.5 * cvx.sum_squares(self.data @ x - self.target) / self.n
         obj = obj + self.tau1 * cvx.norm1(x) + self.tau2 * cvx.norm1(self.F @ x)
@@ -158,7 +158,9 @@ def graph_incidence(
     ``max_edges`` strongest by absolute partial correlation (default ``2 d``). Cached on disk
     under ``cache_key`` (``$ZOFRAME_CACHE/admm`` or ``~/.cache/zoframe/admm``).
     """
-    from sklearn.covariance import GraphicalLasso
+    from zoframe._optional import require
+
+    GraphicalLasso = require("sklearn.covariance", feature="the graph of the graph-guided problems").GraphicalLasso
 
     d = features.shape[1]
     cap = 2 * d if max_edges is None else int(max_edges)
@@ -333,6 +335,9 @@ class FusedLasso:
 @functools.lru_cache(maxsize=4)
 def _digits_model(seed: int) -> tuple[Array, IntArray, tuple[Array, ...], float]:
     """8x8 digits in [0, 1] and a small MLP trained on the first 70 % (weights, test accuracy)."""
+    from zoframe._optional import require
+
+    require("sklearn", feature="the structured-attack problem (digits and its MLP)")
     from sklearn.datasets import load_digits
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.neural_network import MLPClassifier

@@ -112,8 +112,9 @@ def run_attack(iters: int, seed: int, progress: bool) -> tuple[dict[str, dict[st
 
 def _plots(out: Path, fused: dict[str, dict[str, dict[str, np.ndarray]]], refs: dict[str, float],
            attack: dict[str, dict[str, np.ndarray]], perts: dict[str, np.ndarray]) -> None:
-    import matplotlib
+    from zoframe._optional import require
 
+    matplotlib = require("matplotlib", feature="the ADMM reproduction's figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

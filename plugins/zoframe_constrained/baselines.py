@@ -88,9 +88,9 @@ _ORDERS: dict[str, tuple[str, ...]] = {
 
 def _cvxpy() -> Any:
     """cvxpy, imported on first use (only these baselines and verification need it)."""
-    import cvxpy
+    from zoframe._optional import require
 
-    return cvxpy
+    return require("cvxpy", feature="the projection-based baselines (ZOPSGD, ZOSCGD, Acc-ZOMDA, Acc-SZOFW)")
 
 
 class SubproblemError(ZoframeError, RuntimeError):

@@ -251,7 +251,9 @@ def _load_binary(dataset: str, data_dir: str | None) -> tuple[Array, Array]:
 
 def breast_cancer_data() -> tuple[Array, Array]:
     """scikit-learn's bundled breast-cancer set: 569 x (30 standardised features + intercept), benign = +1."""
-    from sklearn.datasets import load_breast_cancer
+    from zoframe._optional import require
+
+    load_breast_cancer = require("sklearn.datasets", feature="the breast-cancer data set").load_breast_cancer
 
     raw = load_breast_cancer()
     X = np.asarray(raw.data, dtype=np.float64)

@@ -461,8 +461,9 @@ def format_table(table: str, summary: Sequence[Mapping[str, Any]]) -> str:
 
 def plot(table: str, jobs: Sequence[Job], rows: Mapping[str, Mapping[str, Any]], path: Path) -> None:
     """Test accuracy against training time (mean over seeds), one panel per data set."""
-    import matplotlib
+    from zoframe._optional import require
 
+    matplotlib = require("matplotlib", feature="the constrained reproduction's figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker

@@ -134,7 +134,9 @@ def _load_cached(path: str, mtime_ns: int, size: int, n_features: int | None) ->
 
 
 def _parse_fast(path: str, n_features: int | None) -> tuple[sp.csr_matrix, FloatArray]:
-    from sklearn.datasets import load_svmlight_file
+    from zoframe._optional import require
+
+    load_svmlight_file = require("sklearn.datasets", feature="loading LIBSVM files").load_svmlight_file
 
     try:
         Xs, ys = load_svmlight_file(path, n_features=n_features, dtype=np.float64, zero_based=False)

@@ -193,8 +193,9 @@ def _write_csv(path: Path, curves: Mapping[str, Any]) -> None:
 
 def plot(out: Path, curves: Mapping[str, Any], eps: float) -> list[Path]:
     """Figure 1: rows = datasets; columns = objective and ||grad g|| vs iterations and vs oracle calls."""
-    import matplotlib
+    from zoframe._optional import require
 
+    matplotlib = require("matplotlib", feature="the minimax reproduction's figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-import importlib
 from typing import Any, ClassVar
 
 import numpy as np
 
+from zoframe._optional import require
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1
@@ -111,7 +111,7 @@ class KKTQP:
         return self.D.copy(), self.e.copy()
 
     def cvxpy_model(self) -> CvxpyModel:
-        cp: Any = importlib.import_module("cvxpy")
+        cp: Any = require("cvxpy", feature="the cvxpy model of this problem (its reference solution)")
 
         x = cp.Variable(self.dim, name="x")
         objective = 0.5 * cp.sum_squares(x - self.c_bar) + self._spread
@@ -260,7 +260,7 @@ class LassoComposite(HalfSquaredResiduals):
         object.__setattr__(self, "y0", (np.zeros(self.dim),))
 
     def cvxpy_model(self) -> CvxpyModel:
-        cp: Any = importlib.import_module("cvxpy")
+        cp: Any = require("cvxpy", feature="the cvxpy model of this problem (its reference solution)")
 
         x = cp.Variable(self.dim, name="x")
         y = cp.Variable(self.dim, name="y")

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from zoframe._optional import require
 from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.protocols import Array, HasCvxpyModel
 
@@ -273,7 +274,7 @@ def reference_solution(
             f"{type(problem).__name__} offers no cvxpy model (HasCvxpyModel.cvxpy_model()); a reference "
             "solution needs one. See zoframe_verify.reference for what cvxpy_model() must return."
         )
-    cp: Any = importlib.import_module("cvxpy")  # only here: cvxpy never enters the core
+    cp: Any = require("cvxpy", feature="a verification reference solution")  # cvxpy never enters the core
     prob: Any = problem
 
     solver = solver.upper()

@@ -30,7 +30,6 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_complet
 import dataclasses
 from dataclasses import dataclass, field
 import hashlib
-import importlib
 import io
 import json
 import math
@@ -43,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from zoframe._optional import require
 from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
 from zoframe_verify.rates import (
@@ -436,10 +436,7 @@ def _resolve_executor(kind: str, workers: int, scheduler: str | None) -> tuple[E
         ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
         return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
     if kind == "dask":
-        try:
-            dist: Any = importlib.import_module("distributed")
-        except ImportError as exc:  # pragma: no cover - dask is a dev dependency
-            raise InvalidInputError("--executor dask needs dask[distributed] installed") from exc
+        dist: Any = require("distributed", feature="--executor dask")
         Client, LocalCluster = dist.Client, dist.LocalCluster
         if scheduler:
             client = Client(scheduler)
@@ -607,8 +604,7 @@ def rate_study(
 
 # --------------------------------------------------------------------------- report files
 def _plot(report: RateReport, axis: str, path: Path) -> None:
-    import matplotlib
-
+    matplotlib = require("matplotlib", feature="the rate study's figures")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -1,0 +1,62 @@
+"""Optional dependencies, imported on first use with an error that names the extra to install.
+
+The core install is numpy, scipy, pluggy, tqdm and threadpoolctl. Everything else is an extra of
+the ``zoframe`` distribution, imported only by the feature that needs it::
+
+    from zoframe._optional import require
+
+    cp = require("cvxpy", extra="cvxpy", feature="the ZOPSGD baseline's projections")
+
+=============  ===============  ==================================================================
+module         extra            used for
+=============  ===============  ==================================================================
+cvxpy          ``cvxpy``        the baselines' projections and LPs, verification references
+sklearn        ``data``         LIBSVM parsing, scikit-learn's bundled data sets and models
+matplotlib     ``plot``         figures of the reproductions and rate studies
+distributed    ``distributed``  a dask cluster as the executor of a run or a study
+=============  ===============  ==================================================================
+
+``pip install "zoframe[all]"`` installs every extra a user needs (``-e ".[all]"`` in a clone).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from zoframe.errors import ZoframeError
+
+__all__ = ["EXTRAS", "MissingDependencyError", "require"]
+
+#: the distribution that provides a module, where its name differs from the module's
+_DISTRIBUTIONS = {"sklearn": "scikit-learn", "distributed": "dask[distributed]", "dask": "dask[distributed]"}
+
+#: module -> the extra of zoframe that installs it
+EXTRAS = {"cvxpy": "cvxpy", "sklearn": "data", "matplotlib": "plot", "distributed": "distributed", "dask": "distributed"}
+
+
+class MissingDependencyError(ZoframeError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra."""
+
+
+def require(module: str, *, extra: str | None = None, feature: str) -> ModuleType:
+    """Import ``module`` (e.g. ``"cvxpy"`` or ``"matplotlib.pyplot"``) or say which extra provides it.
+
+    ``feature`` is what the user asked for, in words ("plotting a trace"); ``extra`` defaults to the
+    extra listed for the top-level module in :data:`EXTRAS`. Raises :class:`MissingDependencyError`
+    (an ``ImportError``) whose message names the feature, the missing module and the ``pip install``
+    command.
+    """
+    top = module.partition(".")[0]
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if exc.name is not None and exc.name.partition(".")[0] != top:
+            raise  # the module is installed but one of its own dependencies is broken: show that error
+        extra = extra or EXTRAS.get(top, "all")
+        dist = _DISTRIBUTIONS.get(top, top)
+        raise MissingDependencyError(
+            f"{feature} needs {dist}, which is not installed. Install the extra: "
+            f"pip install 'zoframe[{extra}]' (in a clone: pip install -e '.[{extra}]'; "
+            f"'zoframe[all]' installs every extra)"
+        ) from exc
