@@ -118,7 +118,7 @@ def test_executor_results_identical_to_in_process(pool: str) -> None:
     ref = CountingOracle(prob).objective(X)
     ex = ThreadPoolExecutor(2) if pool == "thread" else ProcessPoolExecutor(2)
     with ex:
-        o = CountingOracle(prob, executor=ex, chunks=4)
+        o = CountingOracle(prob, executor=ex, chunks=4, block_rows=5)
         out = o.objective(X)
     assert np.array_equal(out, ref) and o.calls == 23 * 5
 
@@ -135,7 +135,7 @@ def test_minimize_with_executor_is_bit_identical() -> None:
 def test_unpicklable_problem_on_a_process_pool_is_a_clear_error() -> None:
     prob = zoframe.FiniteSum(lambda X: X.sum(axis=1), x0=np.zeros(2))
     with ProcessPoolExecutor(1) as ex:
-        o = CountingOracle(prob, executor=ex, chunks=2)
+        o = CountingOracle(prob, executor=ex, chunks=2, block_rows=2)
         with pytest.raises(zoframe.InvalidInputError, match="must be picklable"):
             o.objective(np.zeros((4, 2)))
 

@@ -30,7 +30,7 @@ from zoframe.errors import (
     InvalidInputError,
     ZoframeError,
 )
-from zoframe.oracle import CountingOracle, NonFinitePolicy, problem_kind
+from zoframe.oracle import DEFAULT_BLOCK_ROWS, CountingOracle, NonFinitePolicy, problem_kind
 from zoframe.protocols import Array, Estimator, HasMeasures
 from zoframe.registry import Registry, default_registry
 from zoframe.result import Result, Status, Trace, decide_success
@@ -166,6 +166,7 @@ def minimize(
     x0: Array | None = None,
     executor: Executor | None = None,
     chunks: int | None = None,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
     nonfinite: NonFinitePolicy = "raise",
     blas_threads: int | None = 1,
     checkpoint: str | os.PathLike[str] | None = None,
@@ -200,7 +201,11 @@ def minimize(
     x0:
         starting point (default: the problem's ``x0``); never modified.
     executor, chunks:
-        evaluate batches on a :class:`concurrent.futures.Executor`, split into ``chunks`` row blocks.
+        evaluate batches on a :class:`concurrent.futures.Executor`, their blocks grouped into
+        ``chunks`` tasks per batch (default: 2 per worker).
+    block_rows:
+        rows per call of a user function (default 256): every batch is split into these blocks,
+        serially and in parallel alike, so results are bit-identical with or without an executor.
     nonfinite:
         ``"raise"`` (default) or ``"inf"``: what to do when a user function returns NaN/inf.
     blas_threads:
@@ -247,7 +252,9 @@ def minimize(
     if record_every is None:
         record_every = max(1, math.ceil(max_iter / 100)) if max_iter is not None else 10
 
-    oracle = CountingOracle(problem, max_calls=max_calls, nonfinite=nonfinite, executor=executor, chunks=chunks)
+    oracle = CountingOracle(
+        problem, max_calls=max_calls, nonfinite=nonfinite, executor=executor, chunks=chunks, block_rows=block_rows
+    )
     notes: list[str] = []
     adapt = getattr(solv, "adapt", None)
     if callable(adapt):

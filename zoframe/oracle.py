@@ -11,9 +11,17 @@
   touched) and validates shapes and indices with messages that say what was expected;
 * detects non-finite values: ``nonfinite="raise"`` (default) names the offending point and
   component, ``nonfinite="inf"`` replaces NaN and infinities by ``+inf``;
-* can dispatch a batch to any :class:`concurrent.futures.Executor` (a process pool, a
-  ``dask.distributed`` client's executor), split in row chunks and reassembled in order, so results
-  are bit-identical to in-process evaluation.
+* checks every value a user function returns, on every call (the one-point call included), before
+  it is used: a wrong shape raises :class:`~zoframe.errors.ShapeError`, complex, boolean, string,
+  object or ``None`` results raise :class:`~zoframe.errors.InvalidInputError`, each naming the
+  function and the expected and received shape or type (:func:`as_values`);
+* splits every batch into fixed blocks of ``block_rows`` rows (default 256), one user-function
+  call per block. The partition depends on the batch alone: serial evaluation uses it too, and an
+  :class:`concurrent.futures.Executor` (a process pool, a ``dask.distributed`` client's executor)
+  only groups whole blocks into tasks (``chunks`` tasks per batch). Each block is computed from the
+  same rows by the same code wherever it runs, so results are bit-identical serially, with
+  ``chunks``, on a process pool or on dask, even when the function uses matrix products whose
+  rounding depends on the number of rows. A batch of at most ``block_rows`` rows is one call.
 
 Monitoring evaluations made by the driver (the objective recorded in the trace) go through
 :attr:`CountingOracle.monitor`: they are counted under the purpose ``"monitor"`` and do not
@@ -28,6 +36,7 @@ from concurrent.futures import Executor
 import itertools
 import math
 import pickle
+import sys
 import time
 from typing import Any, Literal
 
@@ -48,7 +57,10 @@ from zoframe.protocols import (
 
 NonFinitePolicy = Literal["raise", "inf"]
 
-__all__ = ["CountingOracle", "MonitorOracle", "problem_kind"]
+__all__ = ["DEFAULT_BLOCK_ROWS", "CountingOracle", "MonitorOracle", "as_values", "problem_kind"]
+
+#: Rows per user-function call (see :class:`CountingOracle`, ``block_rows``).
+DEFAULT_BLOCK_ROWS = 256
 
 
 def problem_kind(problem: object) -> str:
@@ -76,8 +88,95 @@ def _as_points(X: Any, dim: int, what: str) -> Array:
     return arr
 
 
-def _call_rows(fn: Callable[..., Any], arrays: Sequence[Array], idx: IntArray) -> Any:
-    return fn(*arrays, idx)
+def _refcount_of_temporary(a: object) -> int:
+    return sys.getrefcount(a)
+
+
+# references a temporary holds when it is passed straight into a function (CPython); an array
+# returned by a user function and passed to as_values() with no more references than this is
+# owned by nobody else, so it can be kept without a copy
+_FRESH_REFS = _refcount_of_temporary(np.empty(1)) if hasattr(sys, "getrefcount") else -1
+
+
+def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -> Array:
+    """Check a user function's result and return it as a ``(k, b)`` float64 array the caller owns.
+
+    ``raw`` must be a real numeric array of shape ``(k, b)``; a 1-D array of length ``k`` is read as
+    one column when ``b == 1`` and one of length ``b`` as one row when ``k == 1``. Anything else
+    (another shape, a scalar, complex, boolean, string or object values, ``None``) raises
+    :class:`~zoframe.errors.ShapeError` or :class:`~zoframe.errors.InvalidInputError` naming
+    ``what``, the expected and the received shape or type. Integer and other real float types are
+    converted exactly as numpy does. The result is copied unless it is a fresh float64 array
+    nobody else references (so the caller may keep or modify it without touching user memory).
+
+    ``per_point=True`` (with ``b == 1``) describes a function of the points alone, whose contract
+    is one value per point: messages then ask for shape ``(k,)``.
+
+    Pass the function call itself as ``raw`` (``as_values(fn(X), ...)``): a result held in a
+    variable of the caller counts as referenced elsewhere and is copied.
+    """
+    fresh = _FRESH_REFS > 0 and sys.getrefcount(raw) <= _FRESH_REFS
+    expected = f"({k},)" if per_point else f"({k}, {b})"
+    inputs = f"{k} point(s)" if per_point else f"{k} point(s) and {b} index(es)"
+    if type(raw) is np.ndarray and raw.dtype == np.float64:
+        arr: Array = raw
+        fresh = fresh and arr.flags.owndata and arr.flags.writeable
+    else:
+        if raw is None:
+            raise InvalidInputError(
+                f"{what} returned None for {inputs}; it must return an array of "
+                f"shape {expected} of real numbers (did it forget a return statement?)"
+            )
+        try:
+            conv = np.asarray(raw)
+        except (ValueError, TypeError) as exc:
+            raise InvalidInputError(
+                f"{what} returned a {type(raw).__name__} that is not an array of numbers ({exc}); "
+                f"it must return an array of shape {expected} of real numbers"
+            ) from None
+        dkind = conv.dtype.kind
+        if dkind == "c":
+            raise InvalidInputError(
+                f"{what} returned complex values (dtype {conv.dtype}, shape {conv.shape}); zoframe "
+                f"minimises real functions: return real values of shape {expected} (e.g. take .real "
+                "or abs() in the function if that is what you mean)"
+            )
+        if dkind not in "fiu":
+            what_type = "booleans" if dkind == "b" else f"non-numeric values of dtype {conv.dtype}"
+            raise InvalidInputError(
+                f"{what} returned {what_type} ({type(raw).__name__} of shape {conv.shape}); it must "
+                f"return an array of shape {expected} of real numbers"
+            )
+        arr = conv.astype(np.float64)  # a new array: ours
+        fresh = True
+    if arr.shape != (k, b):
+        if arr.ndim == 1 and ((arr.shape[0] == k and b == 1) or (arr.shape[0] == b and k == 1)):
+            arr = arr.reshape(k, b)
+        else:
+            layout = "one value per point" if per_point else "one row per point, one column per index"
+            raise ShapeError(
+                f"{what} returned shape {arr.shape} for {inputs}; it must return an array of shape "
+                f"{expected}: {layout}"
+            )
+    if not fresh:
+        arr = arr.copy()  # the solver owns its values: never an alias of user memory
+    return arr
+
+
+def _call_blocks(fn: Callable[..., Any], blocks: Sequence[Sequence[Array]], idx: IntArray) -> list[Any]:
+    """One task: the user function on each of its blocks, one call per block (as serially).
+
+    Each block is copied into a fresh array first: a transport may hand over arrays at any memory
+    alignment, and numpy's vectorised reductions can round differently at another alignment.
+    """
+    ids = _block(idx, 0, len(idx))
+    return [fn(*(_block(a, 0, len(a)) for a in arrays), ids) for arrays in blocks]
+
+
+def _block(a: Array, lo: int, hi: int) -> Array:
+    out = a[lo:hi].copy()  # a fresh array of its own, like the copy a worker receives
+    out.setflags(write=False)
+    return out
 
 
 class CountingOracle:
@@ -92,7 +191,12 @@ class CountingOracle:
     nonfinite:
         ``"raise"`` or ``"inf"``; see the module docstring.
     executor, chunks:
-        optional executor and number of row chunks per batch (default: 2 per worker, at least 2).
+        optional executor, and the number of tasks a batch's blocks are grouped into on it (default:
+        2 per worker). Neither changes the blocks, so neither changes a single bit of the values.
+    block_rows:
+        rows per user-function call (default :data:`DEFAULT_BLOCK_ROWS` = 256): a batch of ``k`` rows
+        is evaluated as the blocks ``[0, B), [B, 2B), ...`` serially and in parallel alike. Lower it
+        to spread small batches of an expensive function over an executor's workers.
     """
 
     def __init__(
@@ -103,19 +207,25 @@ class CountingOracle:
         nonfinite: NonFinitePolicy = "raise",
         executor: Executor | None = None,
         chunks: int | None = None,
+        block_rows: int = DEFAULT_BLOCK_ROWS,
     ) -> None:
         self.kind = problem_kind(problem)
         if max_calls is not None and (not isinstance(max_calls, (int, np.integer)) or max_calls < 1):
             raise InvalidInputError(f"max_calls must be a positive integer or None, got {max_calls!r}")
         if nonfinite not in ("raise", "inf"):
             raise InvalidInputError(f"nonfinite must be 'raise' or 'inf', got {nonfinite!r}")
-        if chunks is not None and chunks < 1:
-            raise InvalidInputError(f"chunks must be a positive integer, got {chunks!r}")
+        if chunks is not None and (not isinstance(chunks, (int, np.integer)) or isinstance(chunks, bool) or chunks < 1):
+            raise InvalidInputError(f"chunks must be a positive integer or None, got {chunks!r}")
+        if not isinstance(block_rows, (int, np.integer)) or isinstance(block_rows, bool) or block_rows < 1:
+            raise InvalidInputError(
+                f"block_rows must be a positive integer (rows per call of the user function), got {block_rows!r}"
+            )
         self._problem = problem
         self.max_calls = None if max_calls is None else int(max_calls)
         self.nonfinite: NonFinitePolicy = nonfinite
         self.executor = executor
         self._chunks = chunks
+        self.block_rows = int(block_rows)
         self.calls = 0
         self.calls_by_kind: Counter[str] = Counter()
         self.calls_by_purpose: Counter[str] = Counter()
@@ -221,7 +331,8 @@ class CountingOracle:
             raise ShapeError(f"{what}: one point at a time")
         ids = self._indices(idx, size, index_kind)
         fn = getattr(self._problem, method)
-        return self._gradient_call(lambda i: fn(pts[0], i), ids, (len(ids), self.dim), purpose)
+        name = f"{type(self._problem).__name__}.{method}"
+        return self._gradient_call(lambda i: fn(pts[0], i), ids, (len(ids), self.dim), purpose, name)
 
     def minimax_gradients(
         self, x: Any, y: Any, idx: Any = None, *, purpose: str = "gradient"
@@ -234,15 +345,13 @@ class CountingOracle:
         ids = self._indices(idx, self.n, "sample")
         self._charge(len(ids), "gradient", purpose, True)
         t0 = time.perf_counter()
-        gx, gy = self._problem.minimax_gradients(xs, ys, ids)
+        pair = self._problem.minimax_gradients(xs, ys, ids)
         self.seconds += time.perf_counter() - t0
-        gx = np.asarray(gx, dtype=np.float64)
-        gy = np.asarray(gy, dtype=np.float64)
-        if gx.shape != (len(ids), self.dim) or gy.shape != (len(ids), self.dim_y):
-            raise ShapeError(
-                f"minimax_gradients returned shapes {gx.shape}, {gy.shape}; expected "
-                f"({len(ids)}, {self.dim}) and ({len(ids)}, {self.dim_y})"
-            )
+        name = f"{type(self._problem).__name__}.minimax_gradients"
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidInputError(f"{name} must return a pair (grad_x, grad_y), got {type(pair).__name__}")
+        gx = as_values(pair[0], len(ids), self.dim, f"{name} (grad_x)")
+        gy = as_values(pair[1], len(ids), self.dim_y, f"{name} (grad_y)")
         return gx, gy
 
     def sample(
@@ -298,14 +407,14 @@ class CountingOracle:
 
     # ------------------------------------------------------------------ internals
     def _gradient_call(
-        self, fn: Callable[[IntArray], Any], ids: IntArray, shape: tuple[int, int], purpose: str
+        self, fn: Callable[[IntArray], Any], ids: IntArray, shape: tuple[int, int], purpose: str, name: str
     ) -> Array:
         self._charge(len(ids), "gradient", purpose, True)
         t0 = time.perf_counter()
-        out = np.asarray(fn(ids), dtype=np.float64)
-        self.seconds += time.perf_counter() - t0
-        if out.shape != shape:
-            raise ShapeError(f"gradient function returned shape {out.shape}, expected {shape}")
+        try:
+            out = as_values(fn(ids), shape[0], shape[1], f"the gradient function {name}")
+        finally:
+            self.seconds += time.perf_counter() - t0
         return out
 
     def _require(self, kinds: tuple[str, ...], what: str) -> None:
@@ -349,11 +458,15 @@ class CountingOracle:
             self.calls_by_kind[kind] += count
         self.calls_by_purpose[purpose] += count
 
-    def _n_chunks(self, k: int) -> int:
+    def _n_tasks(self, blocks: int) -> int:
         if self._chunks is not None:
-            return min(k, self._chunks)
+            return min(blocks, int(self._chunks))
         workers = getattr(self.executor, "_max_workers", None) or 2
-        return max(1, min(k, 2 * int(workers)))
+        return max(1, min(blocks, 2 * int(workers)))
+
+    def _function_name(self, fn: Callable[..., Any], kind: str) -> str:
+        method = getattr(fn, "__name__", "function")
+        return f"the {kind} function ({type(self._problem).__name__}.{method})"
 
     def _evaluate(
         self,
@@ -367,25 +480,17 @@ class CountingOracle:
         k, b = arrays[0].shape[0], ids.shape[0]
         self._charge(k * b, kind, purpose, budgeted)
         t0 = time.perf_counter()
-        if self.executor is None or k < 2:
-            raw = fn(*arrays, ids)
-            out = self._shape(raw, k, b, kind)
-        else:
-            edges = np.linspace(0, k, self._n_chunks(k) + 1).astype(int)
-            blocks = [(int(lo), int(hi)) for lo, hi in itertools.pairwise(edges) if hi > lo]
-            futures = [self.executor.submit(_call_rows, fn, [a[lo:hi] for a in arrays], ids) for lo, hi in blocks]
+        B = self.block_rows
+        if k <= B:  # one block: one call (the hot path)
             try:
-                parts = [self._shape(f.result(), hi - lo, b, kind) for f, (lo, hi) in zip(futures, blocks)]
-            except (pickle.PicklingError, AttributeError, TypeError) as exc:
-                if "pickle" not in str(exc).lower():
-                    raise
-                raise InvalidInputError(
-                    f"the {kind} function could not be sent to the executor's workers ({exc}); with a process "
-                    "pool the problem must be picklable (module-level functions and classes, no lambdas or "
-                    "closures), or use a thread pool or dask's executor (cloudpickle)"
-                ) from exc
-            out = np.concatenate(parts, axis=0)
-        self.seconds += time.perf_counter() - t0
+                out = as_values(fn(*arrays, ids), k, b, self._function_name(fn, kind))
+            finally:
+                self.seconds += time.perf_counter() - t0
+        else:
+            try:
+                out = self._evaluate_blocks(fn, arrays, ids, kind)
+            finally:
+                self.seconds += time.perf_counter() - t0
         # NaN or inf make the sum of squares non-finite (one fused pass); a finite overflow is
         # told apart by the exact check
         flat = out.reshape(-1)
@@ -393,17 +498,38 @@ class CountingOracle:
             out = self._nonfinite(out, arrays, ids, kind)
         return out
 
-    @staticmethod
-    def _shape(raw: Any, k: int, b: int, kind: str) -> Array:
-        out = np.array(raw, dtype=np.float64, copy=True)  # the solver owns its values
-        if out.shape == (k, b):
+    def _evaluate_blocks(self, fn: Callable[..., Any], arrays: tuple[Array, ...], ids: IntArray, kind: str) -> Array:
+        """Rows ``[0, B), [B, 2B), ...`` one call each, in-process or grouped into executor tasks."""
+        k, b, B = arrays[0].shape[0], ids.shape[0], self.block_rows
+        name = self._function_name(fn, kind)
+        edges = list(range(0, k, B)) + [k]
+        out = np.empty((k, b))
+        if self.executor is None:
+            for lo, hi in itertools.pairwise(edges):
+                out[lo:hi] = as_values(fn(*(_block(a, lo, hi) for a in arrays), ids), hi - lo, b, name)
             return out
-        if out.ndim == 1 and ((out.shape[0] == k and b == 1) or (out.shape[0] == b and k == 1)):
-            return out.reshape(k, b)
-        raise ShapeError(
-            f"the {kind} function returned shape {np.shape(raw)} for {k} point(s) and {b} index(es); "
-            f"it must return an array of shape ({k}, {b}): one row per point, one column per index"
-        )
+        nblocks = len(edges) - 1
+        cuts = np.linspace(0, nblocks, self._n_tasks(nblocks) + 1).astype(int)
+        tasks = [
+            [(edges[i], edges[i + 1]) for i in range(int(c0), int(c1))] for c0, c1 in itertools.pairwise(cuts) if c1 > c0
+        ]
+        try:
+            futures = [
+                self.executor.submit(_call_blocks, fn, [[_block(a, lo, hi) for a in arrays] for lo, hi in task], ids)
+                for task in tasks
+            ]
+            for fut, task in zip(futures, tasks):
+                for raw, (lo, hi) in zip(fut.result(), task):
+                    out[lo:hi] = as_values(raw, hi - lo, b, name)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            if "pickle" not in str(exc).lower():
+                raise
+            raise InvalidInputError(
+                f"the {kind} function could not be sent to the executor's workers ({exc}); with a process "
+                "pool the problem must be picklable (module-level functions and classes, no lambdas or "
+                "closures), or use a thread pool or dask's executor (cloudpickle)"
+            ) from exc
+        return out
 
     def _nonfinite(self, out: Array, arrays: tuple[Array, ...], ids: IntArray, kind: str) -> Array:
         if self.nonfinite == "inf":
