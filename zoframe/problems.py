@@ -32,12 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+import inspect
 from typing import Any, ClassVar
 
 import numpy as np
 
 from zoframe.errors import InvalidInputError, ShapeError
-from zoframe.oracle import MonitorOracle
+from zoframe.oracle import MonitorOracle, as_values
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
 from zoframe.sets import Box
 
@@ -79,20 +80,83 @@ def _positive(v: int, name: str) -> int:
     return int(v)
 
 
+#: the calls zoframe makes, by role and ``vectorized``: (form when n == 1, form when n > 1)
+_FORMS: dict[str, dict[bool, tuple[str, str]]] = {
+    "fun": {True: ("fun(X) -> (k,)", "fun(X, idx) -> (k, b)"), False: ("fun(x) -> float", "fun(x, i) -> float")},
+    "objective": {
+        True: ("objective(X) -> (k,)", "objective(X, idx) -> (k, b)"),
+        False: ("objective(x) -> float", "objective(x, i) -> float"),
+    },
+    "constraints_fun": {
+        True: ("constraints_fun(X, idx) -> (k, b)", "constraints_fun(X, idx) -> (k, b)"),
+        False: ("constraints_fun(x, j) -> float", "constraints_fun(x, j) -> float"),
+    },
+    "minimax": {True: ("fun(X, Y) -> (k,)", "fun(X, Y, idx) -> (k, b)"), False: ("fun(x, y) -> float", "fun(x, y, i) -> float")},
+}
+
+
+def _check_call(fn: Any, name: str, forms: Sequence[str], n: int, vectorized: bool) -> None:
+    """Check, when the problem is built, that ``fn`` accepts the call zoframe will make.
+
+    ``forms`` are the calls for ``n == 1`` and ``n > 1`` (the second has the index argument; for
+    constraints both have it). Callables without a readable signature (builtins, ufuncs, some
+    extension types) are accepted as they are; ``*args``, defaults, callable objects and
+    ``functools.partial`` are honoured by ``inspect.Signature.bind``.
+    """
+    if not callable(fn):
+        raise InvalidInputError(f"{name} must be callable, got {type(fn).__name__}")
+    form = forms[0] if n == 1 else forms[1]
+    nargs = form.partition(" -> ")[0].count(",") + 1
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # no introspectable signature: the first call will tell
+        return
+    try:
+        sig.bind(*([None] * nargs))
+    except TypeError:
+        kind = "vectorized" if vectorized else "scalar, vectorized=False"
+        if forms[0] == forms[1]:
+            why, fix = f"{kind}; the last argument says which constraints", "give it that form"
+        elif n == 1:
+            why = f"{kind}; n = 1: a single function, no index argument"
+            fix = f"give it that form, or pass n=<number of components> for a finite sum {forms[1]}"
+        else:
+            why = f"{kind}; n = {n} components, the last argument says which"
+            fix = f"give it that form, or leave n = 1 for a single function {forms[0]}"
+        raise InvalidInputError(
+            f"{name} is called as {form} ({why}), but its signature is {sig}: {fix}."
+        ) from None
+
+
+def _name(fn: Callable[..., Any], role: str) -> str:
+    return f"the {role} function {getattr(fn, '__qualname__', type(fn).__name__)!r}"
+
+
+def _scalar(v: Any, fn: Callable[..., Any], role: str) -> float:
+    """One value of a scalar (``vectorized=False``) user function, checked like a batch of one."""
+    if isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return float(v)
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v.reshape(1)
+    hint = " (a scalar function returns one real number per call)"
+    return float(as_values(v, 1, 1, _name(fn, role) + hint)[0, 0])
+
+
 def _eval_batched(
-    fn: Callable[..., Any], arrays: Sequence[Array], idx: IntArray, n: int, vectorized: bool
+    fn: Callable[..., Any], arrays: Sequence[Array], idx: IntArray, n: int, vectorized: bool, role: str = "objective"
 ) -> Array:
+    """Evaluate a user callable on a batch; its result is checked by :func:`~zoframe.oracle.as_values`."""
     k = arrays[0].shape[0]
     if vectorized:
-        if n == 1:
-            out = np.asarray(fn(*arrays), dtype=np.float64).reshape(k, -1)
-            return out if len(idx) == out.shape[1] else out[:, np.zeros(len(idx), dtype=np.intp)]
-        return np.asarray(fn(*arrays, idx), dtype=np.float64)
+        if n == 1:  # f(X) -> (k,): one column, repeated for every (necessarily 0) index
+            out = as_values(fn(*arrays), k, 1, _name(fn, role), per_point=True)
+            return out if len(idx) == 1 else out[:, np.zeros(len(idx), dtype=np.intp)]
+        return as_values(fn(*arrays, idx), k, len(idx), _name(fn, role))
     out = np.empty((k, len(idx)))
     for r in range(k):  # the user's function is scalar: one call per point and index
         row = [a[r] for a in arrays]
         for s, i in enumerate(idx):
-            out[r, s] = fn(*row) if n == 1 else fn(*row, int(i))
+            out[r, s] = _scalar(fn(*row) if n == 1 else fn(*row, int(i)), fn, role)
     return out
 
 
@@ -114,7 +178,14 @@ def constrained_measures(x: Array, monitor: MonitorOracle, violation_tol: float)
 
 @dataclass(frozen=True, eq=False)
 class FiniteSum:
-    """``min_x (1/n) sum_i l_i(x)``, optionally over ``feasible_set`` or the box ``bounds=(lower, upper)``."""
+    """``min_x (1/n) sum_i l_i(x)``, optionally over ``feasible_set`` or the box ``bounds=(lower, upper)``.
+
+    Calling convention of ``fun`` (checked against its signature when the problem is built):
+
+    - ``n == 1`` (the default): ``fun(X) -> (k,)``, one value per row of ``X`` (``k`` points, ``(k, d)``);
+    - ``n > 1``: ``fun(X, idx) -> (k, b)``, component ``idx[s]`` at point ``X[r]`` in entry ``[r, s]``;
+    - ``vectorized=False``: ``fun(x) -> float`` (``n == 1``) or ``fun(x, i) -> float`` (``n > 1``).
+    """
 
     kind: ClassVar[str] = "finite_sum"
     fun: Callable[..., Any]
@@ -131,8 +202,7 @@ class FiniteSum:
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
         object.__setattr__(self, "feasible_set", _box(self.bounds, self.dim, self.feasible_set))
-        if not callable(self.fun):
-            raise InvalidInputError("fun must be callable")
+        _check_call(self.fun, "fun", _FORMS["fun"][self.vectorized], self.n, self.vectorized)
 
     def components(self, X: Array, idx: IntArray) -> Array:
         return _eval_batched(self.fun, (X,), idx, self.n, self.vectorized)
@@ -144,6 +214,11 @@ class FiniteSum:
 @dataclass(frozen=True, eq=False)
 class Constrained:
     """``min_x (1/n) sum_i l_i(x)`` s.t. ``g_j(x) <= 0`` for ``j < m``.
+
+    ``objective`` follows :class:`FiniteSum`'s convention (``objective(X)`` when ``n == 1``,
+    ``objective(X, idx)`` otherwise); ``constraints_fun(X, idx) -> (k, b)`` always takes the
+    constraint indices (``constraints_fun(x, j) -> float`` with ``vectorized=False``). Both
+    signatures are checked when the problem is built.
 
     ``convex`` and ``black_box`` describe the constraints; ``violation_tol`` is the tolerance under
     which a point counts as feasible in traces and in ``Result.x_best``. Simple bounds
@@ -172,6 +247,8 @@ class Constrained:
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
+        _check_call(self.objective, "objective", _FORMS["objective"][self.vectorized], self.n, self.vectorized)
+        _check_call(self.constraints_fun, "constraints_fun", _FORMS["constraints_fun"][self.vectorized], 2, self.vectorized)
         object.__setattr__(self, "feasible_set", _box(self.bounds, self.dim, self.feasible_set))
 
     def components(self, X: Array, idx: IntArray) -> Array:
@@ -179,8 +256,8 @@ class Constrained:
 
     def constraints(self, X: Array, idx: IntArray) -> Array:
         if self.vectorized:
-            return np.asarray(self.constraints_fun(X, idx), dtype=np.float64)
-        return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False)
+            return as_values(self.constraints_fun(X, idx), X.shape[0], len(idx), _name(self.constraints_fun, "constraints"))
+        return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False, "constraints")
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
         return constrained_measures(outputs["x"], monitor, self.violation_tol)
@@ -188,7 +265,12 @@ class Constrained:
 
 @dataclass(frozen=True, eq=False)
 class Minimax:
-    """``min_x max_{y in y_set} (1/n) sum_i F_i(x, y)``; ``y_set=None`` means all of R^d_y."""
+    """``min_x max_{y in y_set} (1/n) sum_i F_i(x, y)``; ``y_set=None`` means all of R^d_y.
+
+    ``fun(X, Y) -> (k,)`` when ``n == 1``, ``fun(X, Y, idx) -> (k, b)`` otherwise (rows of ``X`` and
+    ``Y`` paired); ``fun(x, y)`` / ``fun(x, y, i) -> float`` with ``vectorized=False``. Checked
+    against the signature when the problem is built.
+    """
 
     kind: ClassVar[str] = "minimax"
     fun: Callable[..., Any]
@@ -207,6 +289,7 @@ class Minimax:
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
         object.__setattr__(self, "dim_y", int(self.y0.shape[0]))
+        _check_call(self.fun, "fun", _FORMS["minimax"][self.vectorized], self.n, self.vectorized)
         if self.y_set is not None and not hasattr(self.y_set, "project"):
             raise InvalidInputError(
                 "y_set must have a project() method (a ConvexSet such as zoframe.sets.Simplex)"
@@ -215,7 +298,7 @@ class Minimax:
             raise ShapeError(f"y_set has dimension {self.y_set.dim} but y0 has {self.dim_y}")
 
     def values(self, X: Array, Y: Array, idx: IntArray) -> Array:
-        return _eval_batched(self.fun, (X, Y), idx, self.n, self.vectorized)
+        return _eval_batched(self.fun, (X, Y), idx, self.n, self.vectorized, "minimax")
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
         return {"fun": float(monitor.minimax(outputs["x"], outputs["y"]).mean())}
@@ -223,7 +306,12 @@ class Minimax:
 
 @dataclass(frozen=True, eq=False)
 class Composite:
-    """``min (1/n) sum_i f_i(x) + sum_j psi_j(y_j)`` s.t. ``A x + sum_j B_j y_j = c``."""
+    """``min (1/n) sum_i f_i(x) + sum_j psi_j(y_j)`` s.t. ``A x + sum_j B_j y_j = c``.
+
+    ``fun`` follows :class:`FiniteSum`'s convention (``fun(X)`` when ``n == 1``, ``fun(X, idx)``
+    otherwise); the penalties ``psi_j`` are objects with ``value``, ``prox`` and
+    ``subdifferential_distance`` (see :mod:`zoframe.penalties`).
+    """
 
     kind: ClassVar[str] = "composite"
     fun: Callable[..., Any]
@@ -242,6 +330,7 @@ class Composite:
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
+        _check_call(self.fun, "fun", _FORMS["fun"][self.vectorized], self.n, self.vectorized)
         A = np.array(self.A, dtype=np.float64, copy=True)
         c = np.array(self.c, dtype=np.float64, copy=True).reshape(-1)
         if A.ndim != 2 or A.shape[1] != self.dim:
