@@ -22,8 +22,8 @@ def test_ruff_clean() -> None:
 
 def test_mypy_strict_clean() -> None:
     pytest.importorskip("mypy", reason="mypy is a dev extra: pip install -e '.[dev]'")
-    env = {**os.environ, "MYPYPATH": f"{ROOT / 'plugins'}{os.pathsep}{ROOT / 'verification'}"}
-    targets = ["zoframe", *[f"plugins/{p}" for p in PLUGIN_PACKAGES], "verification/zoframe_verify"]
+    env = {**os.environ, "MYPYPATH": os.pathsep.join(str(ROOT / d) for d in ("plugins", "verification", "bench"))}
+    targets = ["zoframe", *[f"plugins/{p}" for p in PLUGIN_PACKAGES], "verification/zoframe_verify", "bench/zoframe_bench"]
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", *targets], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600
     )

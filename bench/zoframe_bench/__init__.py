@@ -1,0 +1,1 @@
+"""zoframe's benchmark lab: problem suites, sweeps of solvers over suites, and profiles."""

@@ -1,0 +1,1 @@
+"""Peer solvers (scipy, pycma, nevergrad) run through zoframe's counting oracle."""
