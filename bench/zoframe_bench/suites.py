@@ -25,7 +25,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import MonitorOracle
 from zoframe.penalties import L1
-from zoframe.problems import Composite, Constrained, FiniteSum, constrained_measures
+from zoframe.problems import Composite, FiniteSum, constrained_measures
 from zoframe.protocols import Array, IntArray
 from zoframe.specs import SuiteInstance, SuiteSpec
 
@@ -127,7 +127,7 @@ def l1_prox_problem(dim: int = 5, tau: float = 0.3, seed: int = 0) -> tuple[Comp
     return prob, fstar, xs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _primal_minimax(base: type[Any]) -> type[Any]:
     """A subclass of a minimax problem whose ``fun`` measure is ``g(x) = max_y F(x, y)`` (via ``g``)."""
 
@@ -143,7 +143,7 @@ def _primal_minimax(base: type[Any]) -> type[Any]:
     return Primal
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _saddle_quadratic_primal() -> type[Any]:
     from zoframe_verify.problems import SaddleQuadratic
 
