@@ -1,11 +1,12 @@
-"""Hook implementations of zoframe_constrained: the solvers ``dszog``, ``adszog`` and their problems."""
+"""Hook implementations of zoframe_constrained: the solvers ``dszog``, ``adszog``, their problems and the
+``constrained-small`` suite."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from zoframe import hookimpl
-from zoframe.specs import ProblemSpec, SolverSpec
+from zoframe.specs import ProblemSpec, SolverSpec, SuiteSpec
 from zoframe_constrained.problems import fairness, gen, pairwise
 from zoframe_constrained.solvers import ADSZOG, DSZOG
 
@@ -88,4 +89,21 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
                 "landmarks": "RBF landmarks from the training split (100)",
             },
         ),
+    ]
+
+
+@hookimpl
+def zoframe_suites() -> Sequence[SuiteSpec]:
+    from zoframe_constrained.suite import instances
+
+    return [
+        SuiteSpec(
+            name="constrained-small",
+            summary="53 small nonlinear constrained test problems with known optima (Hock-Schittkowski 1981, "
+                    "Schittkowski 1987, CEC 2006) and seeded random convex QPs / QCQPs solved by cvxpy",
+            reference="Hock & Schittkowski, LNEMS 187, 1981; Schittkowski, LNEMS 282, 1987; Liang et al., CEC 2006",
+            instances=instances,
+            parameters={"seed": "seed of the random convex instances (0)",
+                        "random": "random convex instances, half QPs, half QCQPs (12)"},
+        )
     ]

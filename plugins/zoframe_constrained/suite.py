@@ -371,7 +371,7 @@ def _hs76() -> TestProblem:
 
 def _hs83() -> TestProblem:
     def f(X: Array) -> Array:
-        x1, x2, x3, x4, x5 = _cols(X)
+        x1, x3, x5 = X[:, 0], X[:, 2], X[:, 4]
         out: Array = 5.3578547 * x3**2 + 0.8356891 * x1 * x5 + 37.293239 * x1 - 40792.141
         return out
 
@@ -390,7 +390,7 @@ def _hs83() -> TestProblem:
 
 def _hs93() -> TestProblem:
     def parts(X: Array) -> tuple[Array, Array]:
-        x1, x2, x3, x4, x5, x6 = _cols(X)
+        x1, x2, x3, x4 = X[:, 0], X[:, 1], X[:, 2], X[:, 3]
         return x1 * x4 * (x1 + x2 + x3), x2 * x3 * (x1 + 1.57 * x2 + x4)
 
     def f(X: Array) -> Array:
@@ -786,8 +786,9 @@ def random_problem(kind: str, index: int, seed: int = 0) -> tuple[TestProblem, A
 
 def _solve_random(kind: str, index: int, seed: int) -> TestProblem:
     """The random problem with ``f*`` and ``x*`` from cvxpy (Clarabel)."""
-    import cvxpy as cp
+    from zoframe._optional import require
 
+    cp = require("cvxpy", extra="cvxpy", feature="the random QP / QCQP instances of the constrained-small suite")
     tp, (P, c, cons) = random_problem(kind, index, seed)
     w = cp.Variable(tp.dim)
     prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(w, cp.psd_wrap(P)) + c @ w), cons(w))
@@ -818,9 +819,8 @@ def instances(seed: int = 0, random: int = 12) -> Sequence[SuiteInstance]:
     their ``f*`` is computed with cvxpy here, when the list is made.
     """
     out: list[SuiteInstance] = []
-    for name, fn in HS.items():
-        tp = fn()
-        out.append(_instance(tp))
+    for fn in HS.values():
+        out.append(_instance(fn()))
     for i in range(random):
         kind = "qp" if i % 2 == 0 else "qcqp"
         tp = _solve_random(kind, i // 2, seed)
