@@ -768,8 +768,9 @@ def random_problem(kind: str, index: int, seed: int = 0) -> tuple[TestProblem, A
             return out
 
         def cons(w: Any) -> list[Any]:
-            import cvxpy as cp
+            from zoframe._optional import require
 
+            cp: Any = require("cvxpy", extra="cvxpy", feature="the random QCQP instances of the constrained-small suite")
             return [cp.sum_squares(w - a[j]) <= r[j] ** 2 for j in range(m)]
 
     def f(X: Array) -> Array:
