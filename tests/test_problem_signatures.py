@@ -26,7 +26,7 @@ class Vectorised:
     ("build", "expected", "shown"),
     [
         # the README's mistake: the indexed form with the default n = 1
-        (lambda: zoframe.FiniteSum(lambda X, idx: X.sum(1), x0=X0), "fun(X) -> (k,)", "n=<number of components>"),
+        (lambda: zoframe.FiniteSum(lambda X, idx: X.sum(1), x0=X0), "fun(X) -> (k,)", "(X, idx)"),
         (lambda: zoframe.FiniteSum(lambda X: X.sum(1), n=4, x0=X0), "fun(X, idx) -> (k, b)", "(X)"),
         (lambda: zoframe.FiniteSum(lambda x: x.sum(), n=4, x0=X0, vectorized=False), "fun(x, i) -> float", "(x)"),
         (lambda: zoframe.Constrained(lambda X: X.sum(1), lambda X: X, m=3, x0=X0),
@@ -43,7 +43,18 @@ def test_a_callable_of_the_wrong_form_is_refused_when_built(build: Any, expected
         build()
     msg = str(info.value)
     assert f"called as {expected}" in msg
-    assert f"signature is {shown}" in msg
+    assert f"signature is {shown}:" in msg
+    if "n = 1:" in msg:  # the fix for the README's mistake is named
+        assert "pass n=<number of components> for a finite sum" in msg
+
+
+def test_the_signature_is_shown_as_written_without_annotations() -> None:
+    def f(X: Any, *, scale: float = 2.0) -> Any:
+        return X.sum(1) * scale
+
+    with pytest.raises(zoframe.InvalidInputError) as info:
+        zoframe.FiniteSum(f, n=3, x0=X0)
+    assert "its signature is (X, *, scale=2.0):" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -124,8 +124,24 @@ def _check_call(fn: Any, name: str, forms: Sequence[str], n: int, vectorized: bo
             why = f"{kind}; n = {n} components, the last argument says which"
             fix = f"give it that form, or leave n = 1 for a single function {forms[0]}"
         raise InvalidInputError(
-            f"{name} is called as {form} ({why}), but its signature is {sig}: {fix}."
+            f"{name} is called as {form} ({why}), but its signature is {_plain(sig)}: {fix}."
         ) from None
+
+
+def _plain(sig: inspect.Signature) -> str:
+    """``sig`` as the user wrote its parameters, without annotations (``(X, idx=None, *args)``)."""
+    parts: list[str] = []
+    params = list(sig.parameters.values())
+    for i, p in enumerate(params):
+        if p.kind is p.KEYWORD_ONLY and (i == 0 or params[i - 1].kind not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)):
+            parts.append("*")
+        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        if p.default is not p.empty:
+            text += f"={p.default!r}"
+        parts.append(text)
+        if p.kind is p.POSITIONAL_ONLY and (i + 1 == len(params) or params[i + 1].kind is not p.POSITIONAL_ONLY):
+            parts.append("/")
+    return "(" + ", ".join(parts) + ")"
 
 
 def _name(fn: Callable[..., Any], role: str) -> str:
