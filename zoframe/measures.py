@@ -5,28 +5,37 @@
 * :func:`kkt_residuals`: eps1, eps2, eps3 of Shi et al. (ICML 2022), Definition 5.3.
 * :func:`admm_stationarity`: ``dist(0, dL(x, y, lam))^2`` of Huang et al. (IJCAI 2019), Definition 1.
 * :func:`central_difference_gradient`: high-accuracy central differences for black-box parts.
+* :func:`max_violation_full`: one pass over ALL ``m`` constraints in fixed blocks (bounded memory),
+  serially or as executor tasks, with the max violation, the count violated and the throughput.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
+import itertools
 import math
+import time
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import nnls
 
-from zoframe.errors import InvalidInputError, ShapeError
+from zoframe.errors import InvalidInputError, NonFiniteValueError, ShapeError
+from zoframe.oracle import CountingOracle, MonitorOracle, as_values
 from zoframe.protocols import Array, Penalty
 
 __all__ = [
+    "FullPass",
     "KKTResiduals",
     "admm_stationarity",
     "central_difference_gradient",
     "fit_multipliers",
     "gradient_mapping",
     "kkt_residuals",
+    "max_violation_full",
 ]
 
 
@@ -200,3 +209,189 @@ def admm_stationarity(
         resid = resid + Bj @ yj
     total += float(resid @ resid)
     return total if math.isfinite(total) else math.inf
+
+
+# ====================================================================== full feasibility pass
+#: constraints per block of :func:`max_violation_full` (8 MiB of values per block)
+FULL_PASS_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class FullPass:
+    """The result of :func:`max_violation_full`: one exact pass over all ``m`` constraints at ``x``.
+
+    ``max_violation``: ``max_j max(f_j(x), 0)``; ``max_value``: ``max_j f_j(x)`` (negative when
+    every constraint holds strictly) and ``argmax`` its (first) index; ``violated``: how many
+    ``f_j(x) > tol``; ``sum_violation``: ``sum_j max(f_j, 0)`` (so the mean violation is
+    ``sum_violation / checked``); ``checked``: ``m``; ``blocks``: blocks evaluated; ``seconds`` and
+    ``evaluations_per_second``: wall-clock time of the pass and ``m / seconds``; ``top_indices`` /
+    ``top_values``: the ``top`` largest ``f_j`` (largest first, ties by index), empty unless asked.
+    """
+
+    max_violation: float
+    max_value: float
+    argmax: int
+    violated: int
+    sum_violation: float
+    checked: int
+    blocks: int
+    seconds: float
+    evaluations_per_second: float
+    top_indices: NDArray[np.intp]
+    top_values: Array
+
+    @property
+    def mean_violation(self) -> float:
+        return self.sum_violation / self.checked
+
+    @property
+    def frac_violated(self) -> float:
+        return self.violated / self.checked
+
+
+#: (max value, its index, count > tol, sum of positive parts, top indices, top values) of one block
+_BlockStats = tuple[float, int, int, float, NDArray[np.intp], Array]
+
+
+def _block_stats(vals: Array, lo: int, tol: float, top: int) -> _BlockStats:
+    pos = int(np.argmax(vals))
+    count = int(np.count_nonzero(vals > tol))
+    total = float(np.maximum(vals, 0.0).sum()) if vals[pos] > 0.0 else 0.0
+    if top:
+        k = min(top, vals.shape[0])
+        sel = np.argpartition(vals, vals.shape[0] - k)[vals.shape[0] - k :] if k < vals.shape[0] else np.arange(k)
+        sel = np.sort(sel)
+        return float(vals[pos]), lo + pos, count, total, (sel + lo).astype(np.intp), vals[sel]
+    return float(vals[pos]), lo + pos, count, total, np.zeros(0, dtype=np.intp), np.zeros(0)
+
+
+def _pass_blocks(
+    fn: Callable[[Array, NDArray[np.intp]], Any],
+    point: Array,
+    ranges: Sequence[tuple[int, int]],
+    tol: float,
+    top: int,
+    nonfinite: str,
+    name: str,
+) -> list[_BlockStats]:
+    """One task of :func:`max_violation_full`: the blocks ``[lo, hi)`` of ``ranges``, one call each."""
+    out: list[_BlockStats] = []
+    for lo, hi in ranges:
+        ids = np.arange(lo, hi, dtype=np.intp)
+        ids.setflags(write=False)
+        vals = as_values(fn(point, ids), 1, hi - lo, name)[0]
+        if not (math.isfinite(float(vals.max())) and math.isfinite(float(vals.min()))):
+            bad = ~np.isfinite(vals)
+            if nonfinite != "inf":
+                j = int(np.flatnonzero(bad)[0])
+                raise NonFiniteValueError(
+                    f"{name} returned {vals[j]} for constraint index {lo + j} in the full feasibility pass; "
+                    "fix the function, or use an oracle with nonfinite='inf' to count such values as violated"
+                )
+            vals[bad] = np.inf
+        out.append(_block_stats(vals, lo, tol, top))
+    return out
+
+
+def _pass_source(source: Any) -> tuple[Callable[[Array, NDArray[np.intp]], Any], int, int, str, CountingOracle | None, bool]:
+    """``(function, m, dim, nonfinite policy, oracle to charge or None, budgeted)`` of the source."""
+    budgeted = True
+    if isinstance(source, MonitorOracle):
+        source = source._p  # the monitor's parent oracle: charged outside the budget
+        budgeted = False
+    if isinstance(source, CountingOracle):
+        if source.kind != "constrained":
+            raise InvalidInputError(f"max_violation_full needs a constrained problem, the oracle's is {source.kind!r}")
+        problem = source._problem  # the oracle's own problem (same package): evaluated block by block
+        return problem.constraints, source.m, source.dim, source.nonfinite, source, budgeted
+    fn = getattr(source, "constraints", None)
+    m = getattr(source, "m", None)
+    if not callable(fn) or not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
+        raise InvalidInputError(
+            "max_violation_full needs a CountingOracle, its monitor, or a constrained problem with "
+            f"constraints(X, idx) and m >= 1; got {type(source).__name__}"
+        )
+    return fn, int(m), int(getattr(source, "dim", -1)), "raise", None, False
+
+
+def max_violation_full(
+    source: Any,
+    x: Array,
+    *,
+    block: int = FULL_PASS_BLOCK,
+    tol: float = 0.0,
+    top: int = 0,
+    executor: Executor | None = None,
+    tasks: int | None = None,
+) -> FullPass:
+    """One exact pass over ALL ``m`` constraints at ``x``, in blocks of ``block`` constraints.
+
+    ``source``: a :class:`~zoframe.oracle.CountingOracle` (the ``m`` evaluations are charged to its
+    budget under the purpose ``"verify"`` before anything is evaluated), its ``monitor`` (counted as
+    ``"monitor"``, outside the budget) or a constrained problem (anything with ``constraints(X,
+    idx)`` and ``m``). Each block ``[lo, lo + block)`` is one call of the constraint function with
+    the consecutive indices of the block, reduced at once to its max, count violated (``f_j > tol``),
+    sum of violations and, with ``top > 0``, its ``top`` largest values: memory is ``O(block +
+    tasks * top)`` whatever ``m`` is (10^8 constraints are never held at once).
+
+    ``executor``: a :class:`concurrent.futures.Executor` (thread or process pool, a
+    ``dask.distributed`` client's ``get_executor()``); the blocks are grouped into ``tasks``
+    contiguous tasks (default: 2 per worker) and submitted. Blocks and their reductions do not
+    depend on the executor, and the partial results are combined in block order, so the result is
+    identical (bit for bit) serially and on any executor; only ``seconds`` differs. With a process
+    pool or dask, the problem must be picklable.
+
+    The restoration's check (R1 of DSZOG / ADSZOG) and the verification report's feasibility
+    measure are such full passes.
+    """
+    fn, m, dim, nonfinite, oracle, budgeted = _pass_source(source)
+    if not isinstance(block, (int, np.integer)) or isinstance(block, bool) or block < 1:
+        raise InvalidInputError(f"block must be a positive integer (constraints per call), got {block!r}")
+    if not isinstance(top, (int, np.integer)) or isinstance(top, bool) or top < 0:
+        raise InvalidInputError(f"top must be an integer >= 0 (how many of the largest values to keep), got {top!r}")
+    if tasks is not None and (not isinstance(tasks, (int, np.integer)) or isinstance(tasks, bool) or tasks < 1):
+        raise InvalidInputError(f"tasks must be a positive integer or None, got {tasks!r}")
+    if not math.isfinite(tol):
+        raise InvalidInputError(f"tol must be a finite number, got {tol!r}")
+    point = np.array(x, dtype=np.float64, copy=True).reshape(1, -1)
+    if dim > 0 and point.shape[1] != dim:
+        raise ShapeError(f"x must have {dim} entries (the problem's dimension), got shape {np.shape(x)}")
+    point.setflags(write=False)
+    name = f"the constraint function ({type(getattr(fn, '__self__', fn)).__name__}.constraints)"
+    edges = [*range(0, m, int(block)), m]
+    ranges = list(itertools.pairwise(edges))
+    if oracle is not None:  # the budget is checked before anything is evaluated
+        oracle._charge(m, "constraint", "verify" if budgeted else "monitor", budgeted)
+    t0 = time.perf_counter()
+    if executor is None:
+        stats = _pass_blocks(fn, point, ranges, float(tol), int(top), nonfinite, name)
+    else:
+        workers = getattr(executor, "_max_workers", None) or 2
+        n_tasks = max(1, min(len(ranges), int(tasks) if tasks is not None else 2 * int(workers)))
+        cuts = np.linspace(0, len(ranges), n_tasks + 1).astype(int)
+        futures = [
+            executor.submit(_pass_blocks, fn, point, ranges[c0:c1], float(tol), int(top), nonfinite, name)
+            for c0, c1 in itertools.pairwise(cuts.tolist()) if c1 > c0
+        ]
+        stats = [s for fut in futures for s in fut.result()]
+    seconds = time.perf_counter() - t0
+    if oracle is not None:
+        oracle.seconds += seconds
+    best = max(range(len(stats)), key=lambda b: (stats[b][0], -b))  # the first block holding the max
+    max_value, argmax = stats[best][0], stats[best][1]
+    total = 0.0
+    for s in stats:  # block order: the same sum serially and on any executor
+        total += s[3]
+    if top:
+        ids = np.concatenate([s[4] for s in stats])
+        vals = np.concatenate([s[5] for s in stats])
+        order = np.lexsort((ids, -vals))[:top]  # largest first, ties by index
+        top_ids, top_vals = ids[order], vals[order]
+    else:
+        top_ids, top_vals = np.zeros(0, dtype=np.intp), np.zeros(0)
+    return FullPass(
+        max_violation=max(max_value, 0.0), max_value=max_value, argmax=argmax,
+        violated=sum(s[2] for s in stats), sum_violation=total, checked=m, blocks=len(ranges),
+        seconds=seconds, evaluations_per_second=m / seconds if seconds > 0 else math.inf,
+        top_indices=top_ids, top_values=top_vals,
+    )  # fmt: skip

@@ -59,6 +59,12 @@ __all__ = [
 #: sizes of the fairness data sets D1-D4 (ICML Table 5): dimension, sensitive features
 FAIRNESS_SETS: dict[str, tuple[int, int]] = {"D1": (100, 10), "D2": (200, 20), "D3": (300, 20), "D4": (400, 20)}
 
+#: pair constraints evaluated per block (per row of points) when a batch is scored sample by sample
+PAIR_BLOCK = 1 << 18
+
+#: ``linear_constraints()`` refuses to build a dense ``D`` with more entries than this (16 GiB)
+MAX_DENSE_ENTRIES = 1 << 31
+
 
 def _ro(a: Array) -> Array:
     out = np.ascontiguousarray(a, dtype=np.float64)
@@ -181,19 +187,51 @@ class PairwiseProblem:
         return out
 
     def pairs(self, idx: IntArray) -> tuple[IntArray, IntArray]:
-        """Positive and negative sample of each constraint index."""
+        """Positive and negative sample of each constraint index (arithmetic: ``divmod(k, n_neg)``)."""
         i, j = np.divmod(np.asarray(idx, dtype=np.intp), self.X_neg.shape[0])
         return i, j
 
     def constraints(self, X: Array, idx: IntArray) -> Array:
-        """``(x_j- - x_i+)^T w + margin`` for each pair of ``idx`` at each row of ``X``."""
-        i, j = self.pairs(idx)
+        """``(x_j- - x_i+)^T w + margin`` for each pair of ``idx`` at each row of ``X``.
+
+        A small batch (at most half as many pairs as samples) takes the pair differences directly;
+        a larger one scores every sample once (``X x_i+``, ``X x_j-``) and takes differences of
+        scores, block by block (:meth:`pair_differences`): no ``O(m)`` temporary beyond the
+        result, whatever ``m = n_pos n_neg`` is (pairs are decoded from their index arithmetically).
+        """
         if len(idx) * 2 <= self.X_pos.shape[0] + self.X_neg.shape[0]:
+            i, j = self.pairs(idx)
             out: Array = X @ (self.X_neg[j] - self.X_pos[i]).T
-        else:  # many pairs: score every sample once, then gather
-            out = (X @ self.X_neg.T)[:, j] - (X @ self.X_pos.T)[:, i]
+        else:  # many pairs: score every sample once, then differences of scores
+            out = self.pair_differences(X @ self.X_pos.T, X @ self.X_neg.T, idx)
         if self.margin:
             out += self.margin
+        return out
+
+    def pair_differences(self, s_pos: Array, s_neg: Array, idx: IntArray) -> Array:
+        """``s_neg[:, j] - s_pos[:, i]`` for the pairs ``(i, j)`` of ``idx``: ``(k, len(idx))``.
+
+        Works through ``idx`` in blocks of :data:`PAIR_BLOCK` entries (per row of scores), so the
+        temporaries stay bounded; a block of consecutive indices (a full pass in index order) is
+        read off the ``(positive, negative)`` grid of score differences by broadcasting, without
+        integer division. The values are bit-for-bit those of a gather over all of ``idx``.
+        """
+        ids = np.asarray(idx, dtype=np.intp)
+        k, b, n_neg = s_pos.shape[0], ids.shape[0], s_neg.shape[1]
+        out = np.empty((k, b))
+        step = max(PAIR_BLOCK // max(k, 1), 1024)
+        for lo in range(0, b, step):
+            hi = min(lo + step, b)
+            blk = ids[lo:hi]
+            first, last = int(blk[0]), int(blk[-1])
+            if last - first == hi - lo - 1 and (hi - lo == 1 or bool(np.all(blk[1:] > blk[:-1]))):
+                i0, j0 = divmod(first, n_neg)
+                i1 = last // n_neg
+                grid = s_neg[:, None, :] - s_pos[:, i0 : i1 + 1, None]  # (k, rows, n_neg)
+                out[:, lo:hi] = grid.reshape(k, -1)[:, j0 : j0 + hi - lo]
+            else:
+                i, j = np.divmod(blk, n_neg)
+                np.subtract(s_neg[:, j], s_pos[:, i], out=out[:, lo:hi])
         return out
 
     # ---------------------------------------------------------------- white-box structure
@@ -212,6 +250,12 @@ class PairwiseProblem:
     def linear_constraints(self) -> tuple[Array, Array]:
         """``(D, e)`` with ``D[k] = x_j- - x_i+`` and ``e = -margin`` (``m x d``, built once)."""
         if "D" not in self._cache:
+            if self.m * self.dim > MAX_DENSE_ENTRIES:
+                raise InvalidInputError(
+                    f"linear_constraints() would build a dense {self.m} x {self.dim} matrix "
+                    f"({self.m * self.dim * 8 / 2**30:.1f} GiB): too large. Use the black-box constraints "
+                    "(constraints(X, idx) evaluates any batch of pairs without it) or fewer samples"
+                )
             D = (self.X_neg[None, :, :] - self.X_pos[:, None, :]).reshape(self.m, self.dim)
             self._cache["D"] = _ro(D)
         return self._cache["D"], np.full(self.m, -self.margin)
