@@ -169,7 +169,8 @@ def _call_blocks(fn: Callable[..., Any], blocks: Sequence[Sequence[Array]], idx:
     Each block is copied into a fresh array first: a transport may hand over arrays at any memory
     alignment, and numpy's vectorised reductions can round differently at another alignment.
     """
-    ids = _block(idx, 0, len(idx))
+    ids = idx.copy()
+    ids.setflags(write=False)
     return [fn(*(_block(a, 0, len(a)) for a in arrays), ids) for arrays in blocks]
 
 
