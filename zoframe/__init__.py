@@ -10,7 +10,7 @@ Quick use::
 
 from __future__ import annotations
 
-from zoframe import measures, penalties, sets
+from zoframe import measures, penalties, plot, sets
 from zoframe.driver import IterationInfo, RunFailedError, make_rng, minimize
 from zoframe.errors import (
     BudgetExhausted,
@@ -74,5 +74,6 @@ __all__ = [
     "minimize",
     "param",
     "penalties",
+    "plot",
     "sets",
 ]

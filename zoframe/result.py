@@ -8,11 +8,17 @@ import enum
 import io
 import json
 import math
-from typing import Any
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from zoframe.errors import InvalidInputError
 from zoframe.protocols import Array
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 class Status(enum.IntEnum):
@@ -109,8 +115,14 @@ class Result:
     Attributes
     ----------
     x, fun, nit, nfev, status, success, message:
-        as in :class:`scipy.optimize.OptimizeResult`; ``nfev`` counts budgeted evaluations (one
-        component at one point is one evaluation).
+        as in :class:`scipy.optimize.OptimizeResult`, with two differences. ``nfev`` counts
+        *component evaluations*, not calls of your function: one data component (or one constraint)
+        at one point is one evaluation, so a call ``f(X, idx)`` with ``X`` of ``k`` rows and ``b``
+        indices counts ``k * b`` (the budgets ``max_calls`` are in the same unit; see
+        ``user_calls`` for the calls). ``fun`` of a *minimax* run is ``F(x, y)`` at the run's own
+        final ``y``, not the primal value ``g(x) = max_y F(x, y)``: it can lie below ``g(x)``; the
+        registered minimax problems report ``g(x)`` as the measure ``primal`` (``measures["primal"]``
+        and the trace column of the same name).
     nfev_by_kind, nfev_by_purpose:
         the same count split by oracle kind and by the solver's purpose tags; the purpose
         ``"monitor"`` holds the driver's own (unbudgeted) evaluations for the trace.
@@ -123,6 +135,9 @@ class Result:
         problem's measures); ``None`` for other kinds or when it could not be measured.
     notes:
         notices about the run, e.g. defaults the solver adapted to the problem.
+    user_calls:
+        calls of the problem's functions (one call evaluates a whole block of points and
+        components), budgeted and monitoring together; ``None`` when the oracle did not count them.
     outputs:
         everything the solver reports about its final iterate (``x`` and e.g. ``y`` or ``p``).
     measures:
@@ -154,6 +169,7 @@ class Result:
     max_violation: float | None = None
     feasibility_tol: float | None = None
     notes: tuple[str, ...] = ()
+    user_calls: int | None = None
 
     def __repr__(self) -> str:
         ms = ", ".join(f"{k}={v:.6g}" for k, v in self.measures.items() if k != "fun")
@@ -182,6 +198,7 @@ class Result:
             "max_violation": self.max_violation,
             "feasibility_tol": self.feasibility_tol,
             "notes": list(self.notes),
+            "user_calls": self.user_calls,
             "measures": {k: float(v) for k, v in self.measures.items()},
             "x": [float(v) for v in self.x],
         }
@@ -203,3 +220,93 @@ class Result:
         doc = {**dict(metadata or {}), **self.summary()}
         with open(base + ".json", "w", encoding="utf-8") as fh:
             fh.write(json.dumps(doc, indent=2))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Result:
+        """Read a run written by :meth:`save` (``PATH.json`` and ``PATH.npz``; either suffix or none).
+
+        The inverse of :meth:`save`: arrays (``x``, ``x_best``, outputs, trace columns) come back
+        bit-identical from the ``.npz``, numbers exactly from the JSON (floats are written with
+        ``repr``). The metadata given to :meth:`save` is not part of the Result; read it with
+        :func:`load_metadata`.
+        """
+        base = str(path).removesuffix(".json").removesuffix(".npz")
+        doc = load_metadata(base)
+        npath = Path(base + ".npz")
+        if not npath.is_file():
+            raise InvalidInputError(f"no saved run at {base}: {npath} is missing (Result.save writes .json and .npz)")
+        with np.load(npath, allow_pickle=False) as data:
+            arrays = {k: np.array(data[k]) for k in data.files}
+        try:
+            status = Status[str(doc["status"])]
+            outputs = {k.removeprefix("outputs."): v for k, v in arrays.items() if k.startswith("outputs.")}
+            trace = Trace({k.removeprefix("trace."): v for k, v in arrays.items() if k.startswith("trace.")})
+            user_calls = doc.get("user_calls")
+            return cls(
+                x=arrays["x"],
+                fun=float(doc["fun"]),
+                nit=int(doc["nit"]),
+                nfev=int(doc["nfev"]),
+                status=status,
+                success=bool(doc["success"]),
+                message=str(doc["message"]),
+                nfev_by_kind={str(k): int(v) for k, v in doc["nfev_by_kind"].items()},
+                nfev_by_purpose={str(k): int(v) for k, v in doc["nfev_by_purpose"].items()},
+                x_best=arrays["x_best"],
+                fun_best=float(doc["fun_best"]),
+                solver=str(doc["solver"]),
+                seed=None if doc.get("seed") is None else int(doc["seed"]),
+                trace=trace,
+                outputs=outputs,
+                measures={str(k): float(v) for k, v in doc.get("measures", {}).items()},
+                elapsed=float(doc.get("elapsed", 0.0)),
+                feasible=None if doc.get("feasible") is None else bool(doc["feasible"]),
+                max_violation=None if doc.get("max_violation") is None else float(doc["max_violation"]),
+                feasibility_tol=None if doc.get("feasibility_tol") is None else float(doc["feasibility_tol"]),
+                notes=tuple(str(n) for n in doc.get("notes", ())),
+                user_calls=None if user_calls is None else int(user_calls),
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise InvalidInputError(
+                f"{base}.json/.npz is not a run saved by Result.save ({type(exc).__name__}: {exc}); "
+                "save runs with result.save(path) or `zoframe solve ... -o PATH`"
+            ) from exc
+
+    def plot(
+        self,
+        y: str = "fun",
+        x: str = "calls",
+        *,
+        ax: Axes | None = None,
+        label: str | None = None,
+        logy: bool | None = None,
+    ) -> Axes:
+        """Plot the trace column ``y`` against ``x`` (``"calls"``, ``"iteration"`` or ``"seconds"``).
+
+        Needs matplotlib (the ``plot`` extra). See :func:`zoframe.plot.trace`, which takes several
+        results.
+        """
+        from zoframe.plot import trace
+
+        return trace(self, y=y, x=x, ax=ax, labels=None if label is None else [label], logy=logy)
+
+
+def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON of a run saved by :meth:`Result.save`: its summary and the metadata given to ``save``.
+
+    E.g. ``load_metadata(path)["problem"]`` for a run saved by ``zoframe solve -o PATH``.
+    """
+    base = str(path).removesuffix(".json").removesuffix(".npz")
+    jpath = Path(base + ".json")
+    if not jpath.is_file():
+        raise InvalidInputError(
+            f"no saved run at {base}: {jpath} is missing (written by Result.save / zoframe solve -o PATH)"
+        )
+    with open(jpath, encoding="utf-8") as fh:
+        try:
+            doc = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"{jpath} is not valid JSON ({exc}); was it written by Result.save?") from exc
+    if not isinstance(doc, dict):
+        raise InvalidInputError(f"{jpath} holds a {type(doc).__name__}, not the summary of a saved run")
+    return doc
