@@ -115,6 +115,7 @@ def test_dro_subsample_depends_on_seed_and_measures() -> None:
     m = a.measures({"x": a.x0, "y": a.y0}, oracle.monitor)
     assert {"fun", "g", "grad_g_norm", "y_mapping_norm", "grad_x_norm", "dist_y_star"} <= set(m)
     assert m["g"] >= m["fun"] - 1e-12  # g(x) = max_y f(x, y)
+    assert m["primal"] == m["g"]  # the primal value under its plain name
     assert oracle.calls == 0  # measures are not budgeted
 
 
@@ -124,3 +125,15 @@ def test_problems_are_registered() -> None:
     assert p.dim == 4 and p.dim_y == 2
     q = reg.make_problem("dro", dataset="mushrooms", n=40)
     assert q.n == 40 and int((q.labels > 0).sum()) == 10
+
+
+def test_ncsc_primal_measure_is_max_over_y() -> None:
+    """``fun`` is F(x, y) at the given y; ``primal`` is g(x) = max_y F(x, y): equal only at y = y*(x)."""
+    p = default_registry().make_problem("ncsc")
+    oracle = CountingOracle(p)
+    x = p.x0 + 0.5
+    at_y0 = p.measures({"x": x, "y": p.y0}, oracle.monitor)
+    at_star = p.measures({"x": x, "y": p.y_star(x)}, oracle.monitor)
+    assert at_y0["primal"] > at_y0["fun"] + 1e-6  # y0 is not the maximiser: fun sits below g(x)
+    assert at_star["primal"] == pytest.approx(at_star["fun"], rel=1e-9, abs=1e-12)
+    assert at_y0["primal"] == pytest.approx(at_star["primal"], rel=1e-12)  # g depends on x only

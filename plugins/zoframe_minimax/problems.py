@@ -53,8 +53,15 @@ def y_set_by_name(name: str | None, dim: int) -> YSet | None:
 def _stationarity(
     x: Array, y: Array, gx: Array, gy: Array, y_star: Array, g: float, grad_g: Array, y_set: YSet | None, eta: float
 ) -> dict[str, float]:
+    """The measures of a minimax run at ``(x, y)``.
+
+    ``fun`` (set by the caller) is ``F(x, y)`` at the run's own ``y``; ``primal`` is the primal value
+    ``g(x) = max_y F(x, y)`` (the quantity minimised; ``fun`` can lie below it), ``g`` the same value
+    under the papers' name.
+    """
     mapping = gradient_mapping(y, -gy, None if y_set is None else y_set.project, eta)
     return {
+        "primal": g,
         "g": g,
         "grad_g_norm": float(np.linalg.norm(grad_g)),
         "grad_x_norm": float(np.linalg.norm(gx)),
