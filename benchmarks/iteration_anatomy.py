@@ -1,0 +1,218 @@
+"""Anatomy of one DSZOG / ADSZOG iteration: how much of it is the user's functions, and where the rest goes.
+
+Problems: pairwise breast-cancer (scikit-learn's bundled set, d = 31, m ~ 19k) and pairwise a9a
+(1000 samples, d = 123, m ~ 46k; needs the a9a file in ZOFRAME_DATA), seed 0, as in
+``benchmarks/peers.py``. Solvers ``dszog`` and ``adszog`` with fixed hyper-parameters (q = 10,
+|M1| = |M2| = |M3| = 128, ``p_form="auto"``: the sparse floor + support form of p).
+
+For each (problem, solver), single-threaded BLAS, ``--repeats`` repetitions (median reported):
+
+* ``us_per_it``: wall time per step of ``solver.step`` in a bare loop (``init`` excluded);
+* ``user_us_per_it``: the time spent inside the problem's ``components`` and ``constraints`` in
+  those steps, measured by perf_counter accumulators wrapped around the two callables (not
+  estimated);
+* ``ratio``: ``us_per_it / user_us_per_it`` (the issue's target: <= 2);
+* ``minimize_us_per_it``: the same steps through ``zoframe.minimize`` (driver included, no trace
+  records but the first and last), measured in the same repetition;
+* ``parts``: a breakdown of the step, in microseconds per iteration, from a separate run with
+  every solver part wrapped by an exclusive (nested) timer: ``user`` (the problem's functions),
+  ``oracle`` (the counting oracle around them: input copies, index checks, result checks,
+  counting), ``sample_M1_M3`` (uniform batches), ``sample_M2`` (draws from p), ``estimate``
+  (G_L without its oracle calls: directions, points, differences), ``H`` (without its oracle
+  call), ``p_update`` (projection, averaging, moving averages, flush and state of p),
+  ``checks`` (the solver's finiteness and divergence checks), ``rest`` (the w update, the new
+  state). The wrappers cost about 0.3 us each, so ``parts_total_us`` is a little above ``us_per_it``.
+* ``top_tottime``: the ten functions with the largest own time under cProfile (one run; cProfile's
+  per-call cost inflates small calls, so use it to rank, not to measure).
+
+Prints one final line of JSON.
+
+    python benchmarks/iteration_anatomy.py [--iters 1000] [--repeats 5] [--problems breast-cancer,a9a]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+import contextlib
+import cProfile
+import functools
+import json
+import pstats
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+import zoframe
+from zoframe import oracle as oracle_mod
+from zoframe.errors import DataNotFoundError
+from zoframe.oracle import CountingOracle
+from zoframe_constrained import solvers as solvers_mod
+from zoframe_constrained.problems import PairwiseProblem, pairwise
+from zoframe_constrained.solvers import ADSZOG, DSZOG
+
+PARAMS: dict[str, Any] = {"eta_w": 1e-2, "eta_p": 1e-2, "beta": 1.0, "lam": 1e-6, "q": 10, "mu": 1e-3,
+                          "M1": 128, "M2": 128, "M3": 128}  # fmt: skip
+EXTRA: dict[str, dict[str, Any]] = {"dszog": {}, "adszog": {"a": 0.9, "b": 0.9, "c": 1e-8}}
+SOLVERS: dict[str, type[Any]] = {"dszog": DSZOG, "adszog": ADSZOG}
+
+
+class Timer:
+    """Exclusive (nested) perf_counter accumulators: a part's time excludes the parts it calls."""
+
+    def __init__(self) -> None:
+        self.acc: dict[str, float] = {}
+        self.stack: list[list[float]] = []  # [start, time of children]
+
+    def reset(self) -> None:
+        self.acc.clear()
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        acc, stack, clock = self.acc, self.stack, time.perf_counter
+
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            frame = [clock(), 0.0]
+            stack.append(frame)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                total = clock() - frame[0]
+                stack.pop()
+                acc[name] = acc.get(name, 0.0) + total - frame[1]
+                if stack:
+                    stack[-1][1] += total
+
+        return timed
+
+
+@contextlib.contextmanager
+def patched(targets: list[tuple[Any, str, str]], timer: Timer) -> Iterator[None]:
+    """Wrap ``getattr(owner, attr)`` as the part ``name`` for each ``(owner, attr, name)``; undo after."""
+    saved = [(owner, attr, owner.__dict__[attr]) for owner, attr, _ in targets]
+    try:
+        for owner, attr, name in targets:
+            setattr(owner, attr, timer.wrap(name, getattr(owner, attr)))
+        yield
+    finally:
+        for owner, attr, orig in saved:
+            setattr(owner, attr, orig)
+
+
+def timed_problem(prob: PairwiseProblem, timer: Timer) -> PairwiseProblem:
+    """The problem with its two callables wrapped by the ``user`` accumulator (instance attributes)."""
+    for attr in ("components", "constraints"):
+        object.__setattr__(prob, attr, timer.wrap("user", getattr(type(prob), attr).__get__(prob)))
+    return prob
+
+
+PARTS: list[tuple[Any, str, str]] = [
+    (solvers_mod._PenaltyMinimax, "batches", "sample_M1_M3"),
+    (DSZOG, "sample_p", "sample_M2"),
+    (solvers_mod, "pz_sample", "sample_M2"),
+    (solvers_mod._PenaltyMinimax, "G_L", "estimate"),
+    (solvers_mod._PenaltyMinimax, "H", "H"),
+    (DSZOG, "ascend", "p_update"),
+    (solvers_mod, "pz_project", "p_update"),
+    (solvers_mod, "pz_average", "p_update"),
+    (solvers_mod, "pz_ema", "p_update"),
+    (solvers_mod, "pz_flush", "p_update"),
+    (ADSZOG, "_state", "p_update"),
+    (solvers_mod, "_finite", "checks"),
+    (solvers_mod, "_diverged", "checks"),
+    (CountingOracle, "objective", "oracle"),
+    (CountingOracle, "constraints", "oracle"),
+    (CountingOracle, "_evaluate", "oracle"),
+    (oracle_mod, "as_values", "oracle"),
+]
+
+
+def step_loop(solver: Any, oracle: CountingOracle, x0: np.ndarray, iters: int, seed: int, timer: Timer) -> float:
+    """Seconds of ``iters`` steps (after ``init``); ``timer`` is reset after ``init``."""
+    rng = np.random.default_rng(seed)
+    state = solver.init(oracle, x0, rng)
+    timer.reset()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        state = solver.step(oracle, state, rng)
+    return time.perf_counter() - t0
+
+
+def anatomy(prob: PairwiseProblem, name: str, iters: int, repeats: int) -> dict[str, Any]:
+    timer = Timer()
+    prob = timed_problem(prob, timer)
+    solver = SOLVERS[name](**PARAMS, **EXTRA[name])
+    its, users, ratios, drivers = [], [], [], []
+    for rep in range(repeats):
+        sec = step_loop(solver, CountingOracle(prob), np.asarray(prob.x0), iters, rep, timer)
+        user = timer.acc.get("user", 0.0)
+        its.append(sec / iters)
+        users.append(user / iters)
+        ratios.append(sec / user)
+        res = zoframe.minimize(prob, name, rng=rep, max_iter=iters, record_every=iters, **PARAMS, **EXTRA[name])
+        drivers.append(float(res.trace["seconds"][-1] - res.trace["seconds"][0]) / iters)
+    parts_runs: list[dict[str, float]] = []
+    step_root = [(SOLVERS[name], "step", "rest")]
+    for rep in range(repeats):
+        with patched(PARTS + step_root, timer):
+            sec = step_loop(solver, CountingOracle(prob), np.asarray(prob.x0), iters, rep, timer)
+        parts_runs.append({k: v / iters for k, v in timer.acc.items()} | {"_total": sec / iters})
+    keys = sorted({k for run in parts_runs for k in run})
+    parts = {k: round(statistics.median(run.get(k, 0.0) for run in parts_runs) * 1e6, 1) for k in keys}
+    total = parts.pop("_total")
+    prof = cProfile.Profile()
+    prof.enable()
+    step_loop(solver, CountingOracle(prob), np.asarray(prob.x0), iters, 0, timer)
+    prof.disable()
+    stats = pstats.Stats(prof)
+    rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:10]  # type: ignore[attr-defined]
+    top = [[f"{fn[0].rsplit('/', 1)[-1]}:{fn[1]}:{fn[2]}", round(v[2] / iters * 1e6, 1)] for fn, v in rows]
+    return {
+        "us_per_it": round(statistics.median(its) * 1e6, 1),
+        "user_us_per_it": round(statistics.median(users) * 1e6, 1),
+        "ratio": round(statistics.median(ratios), 2),
+        "minimize_us_per_it": round(statistics.median(drivers) * 1e6, 1),
+        "parts": parts,
+        "parts_total_us": total,
+        "top_tottime": top,
+    }
+
+
+def build(name: str) -> PairwiseProblem:
+    if name == "breast-cancer":
+        return pairwise("breast-cancer", seed=0)
+    return pairwise(name, n_samples=1000, seed=0)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iters", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--problems", default="breast-cancer,a9a")
+    ap.add_argument("--solvers", default="adszog,dszog")
+    args = ap.parse_args(argv)
+    out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats, "params": PARAMS,
+                           "numpy": np.__version__}  # fmt: skip
+    for pname in [p.strip() for p in args.problems.split(",") if p.strip()]:
+        try:
+            base = build(pname)
+        except DataNotFoundError as exc:
+            out[pname] = {"error": str(exc).splitlines()[0]}
+            continue
+        entry: dict[str, Any] = {"d": base.dim, "n": base.n, "m": base.m}
+        for sname in [s.strip() for s in args.solvers.split(",") if s.strip()]:
+            with threadpool_limits(limits=1, user_api="blas"):
+                entry[sname] = anatomy(build(pname), sname, args.iters, args.repeats)
+            e = entry[sname]
+            print(f"{pname} {sname}: {e['us_per_it']} us/it, user {e['user_us_per_it']} us/it, ratio {e['ratio']}, "
+                  f"minimize {e['minimize_us_per_it']} us/it; parts {e['parts']}", flush=True)  # fmt: skip
+        out[pname] = entry
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
