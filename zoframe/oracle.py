@@ -76,7 +76,18 @@ def problem_kind(problem: object) -> str:
 
 
 def _as_points(X: Any, dim: int, what: str) -> Array:
-    arr = np.array(X, dtype=np.float64, copy=True)
+    """A fresh read-only float64 ``(k, dim)`` copy of real-valued points ``X`` (one point may be 1-D)."""
+    src = X
+    if type(X) is not np.ndarray or X.dtype.kind not in "fiu":
+        try:
+            src = np.asarray(X)
+        except (ValueError, TypeError) as exc:
+            raise InvalidInputError(f"{what}: points must be an array of real numbers, got {type(X).__name__} ({exc})") from None
+        if src.dtype.kind not in "fiu" or isinstance(X, np.ma.MaskedArray):
+            raise InvalidInputError(
+                f"{what}: points must be real numbers, got a {type(X).__name__} of dtype {src.dtype} and shape {src.shape}"
+            )
+    arr = np.array(src, dtype=np.float64, copy=True)
     if arr.ndim == 1 and arr.shape[0] == dim:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != dim:
@@ -126,6 +137,11 @@ def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -
             raise InvalidInputError(
                 f"{what} returned None for {inputs}; it must return an array of "
                 f"shape {expected} of real numbers (did it forget a return statement?)"
+            )
+        if isinstance(raw, np.ma.MaskedArray):
+            raise InvalidInputError(
+                f"{what} returned a masked array (shape {raw.shape}); masked entries have no value: "
+                f"return a plain array of shape {expected} of real numbers (e.g. .filled(np.inf))"
             )
         try:
             conv = np.asarray(raw)
@@ -178,6 +194,17 @@ def _block(a: Array, lo: int, hi: int) -> Array:
     out = a[lo:hi].copy()  # a fresh array of its own, like the copy a worker receives
     out.setflags(write=False)
     return out
+
+
+def _finite_gradient(g: Array, name: str, ids: IntArray) -> None:
+    """White-box gradients must be finite whatever the ``nonfinite`` policy (no value stands for +inf)."""
+    flat = g.reshape(-1)
+    if not math.isfinite(float(flat @ flat)) and not np.isfinite(g).all():
+        r = int(np.argwhere(~np.isfinite(g))[0][0])
+        raise NonFiniteValueError(
+            f"{name} returned a non-finite gradient for index {int(ids[r])} ({g[r]}); white-box gradients "
+            "must be finite at every point a solver visits"
+        )
 
 
 class CountingOracle:
@@ -353,6 +380,8 @@ class CountingOracle:
             raise InvalidInputError(f"{name} must return a pair (grad_x, grad_y), got {type(pair).__name__}")
         gx = as_values(pair[0], len(ids), self.dim, f"{name} (grad_x)")
         gy = as_values(pair[1], len(ids), self.dim_y, f"{name} (grad_y)")
+        _finite_gradient(gx, f"{name} (grad_x)", ids)
+        _finite_gradient(gy, f"{name} (grad_y)", ids)
         return gx, gy
 
     def sample(
@@ -416,6 +445,7 @@ class CountingOracle:
             out = as_values(fn(ids), shape[0], shape[1], f"the gradient function {name}")
         finally:
             self.seconds += time.perf_counter() - t0
+        _finite_gradient(out, name, ids)
         return out
 
     def _require(self, kinds: tuple[str, ...], what: str) -> None:
@@ -503,7 +533,7 @@ class CountingOracle:
         """Rows ``[0, B), [B, 2B), ...`` one call each, in-process or grouped into executor tasks."""
         k, b, B = arrays[0].shape[0], ids.shape[0], self.block_rows
         name = self._function_name(fn, kind)
-        edges = list(range(0, k, B)) + [k]
+        edges = [*range(0, k, B), k]
         out = np.empty((k, b))
         if self.executor is None:
             for lo, hi in itertools.pairwise(edges):

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 import inspect
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -135,7 +136,7 @@ def _plain(sig: inspect.Signature) -> str:
     for i, p in enumerate(params):
         if p.kind is p.KEYWORD_ONLY and (i == 0 or params[i - 1].kind not in (p.KEYWORD_ONLY, p.VAR_POSITIONAL)):
             parts.append("*")
-        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        text = ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + p.name
         if p.default is not p.empty:
             text += f"={p.default!r}"
         parts.append(text)
@@ -151,7 +152,10 @@ def _name(fn: Callable[..., Any], role: str) -> str:
 def _scalar(v: Any, fn: Callable[..., Any], role: str) -> float:
     """One value of a scalar (``vectorized=False``) user function, checked like a batch of one."""
     if isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_)):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an int beyond the float range: infinite, then the non-finite policy applies
+            return math.inf if v > 0 else -math.inf
     if isinstance(v, np.ndarray) and v.ndim == 0:
         v = v.reshape(1)
     hint = " (a scalar function returns one real number per call)"
