@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
@@ -154,3 +155,45 @@ def test_sampled_batches_are_valid_read_only_and_trusted_only_where_they_fit() -
     with pytest.raises(zoframe.InvalidInputError, match="cannot draw 9 distinct"):
         o.sample(9, rng)
     assert o.sample(9, rng, replace=True).shape == (9,)
+
+
+def _one_component(bad: str) -> Callable[[np.ndarray], object]:
+    def my_objective(X: np.ndarray) -> object:
+        k = X.shape[0]
+        v = (X**2).sum(axis=1)
+        return {
+            "k3": np.tile(v[:, None], (1, 3)),
+            "k+1": np.append(v, 0.0),
+            "scalar": float(v[0]),
+            "complex": v + 1j,
+            "none": None,
+            "strings": np.array(["x"] * k),
+        }[bad]
+
+    return my_objective
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "received"),
+    [
+        ("k3", ShapeError, "returned shape (1, 3)"),
+        ("k+1", ShapeError, "returned shape (2,)"),
+        ("scalar", ShapeError, "returned shape ()"),
+        ("complex", zoframe.InvalidInputError, "complex values (dtype complex128, shape (1,))"),
+        ("none", zoframe.InvalidInputError, "returned None"),
+        ("strings", zoframe.InvalidInputError, "non-numeric values of dtype <U1"),
+    ],
+)
+def test_every_result_is_checked_from_the_first_one_point_call(bad: str, error: type, received: str) -> None:
+    """A one-component objective returning (k, 3), (k+1,), a scalar, complex, None or strings is refused
+    on the first call (one point), naming the function, the expected shape and what it received;
+    the same for monitor calls and inside minimize (no run reports a number built from it)."""
+    prob = zoframe.FiniteSum(_one_component(bad), x0=np.ones(2))
+    for call in (lambda o: o.objective(np.ones(2)), lambda o: o.monitor.objective(np.ones(2))):
+        with pytest.raises(error) as info:
+            call(CountingOracle(prob))
+        msg = str(info.value)
+        assert "my_objective" in msg and received in msg and "(1,)" in msg
+    with pytest.raises(zoframe.ZoframeError) as run_info:  # the error itself, or the run's error naming it
+        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3)
+    assert "my_objective" in str(run_info.value) and received in str(run_info.value)
