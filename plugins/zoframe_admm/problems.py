@@ -79,6 +79,7 @@ class FusedLassoToy(HalfSquaredResiduals):
     ``cvxpy_model()`` (used by tests and verification only) states the problem for a reference solve.
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "composite"
     dim: int = 8
     n: int = 60
@@ -225,6 +226,7 @@ class FusedLasso:
     ``group`` against the rest); ``n_samples`` subsamples the data before the split (``None``: all).
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "composite"
     dataset: str = "a9a"
     n_samples: int | None = None
@@ -370,6 +372,7 @@ class StructuredAttack:
     ``tau2 ||x||_2^2`` (``y_2 = x``).
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "composite"
     n: int = 20
     target: int = 3

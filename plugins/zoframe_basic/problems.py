@@ -20,6 +20,7 @@ class LeastSquares:
     Finite sum, white-box gradients, known minimiser (the least-squares solution).
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "finite_sum"
     dim: int = 100
     n: int = 1000
@@ -68,6 +69,7 @@ class LeastSquares:
 class Quadratic:
     """``f(x) = 0.5 (x - c)^T D (x - c)`` with a diagonal ``D`` of condition number ``cond``."""
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "finite_sum"
     dim: int = 10
     cond: float = 10.0

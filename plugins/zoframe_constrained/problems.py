@@ -144,6 +144,7 @@ class PairwiseProblem:
     projection baselines; ``D`` has ``m`` rows and is built on first use, then cached).
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "constrained"
     data: Split
     loss_c: float = 1.0
@@ -391,6 +392,7 @@ class FairnessProblem:
     available (``constraint_gradients``) for verification and linearising baselines.
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "constrained"
     data: Split
     Z: Array

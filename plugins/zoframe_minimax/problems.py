@@ -86,6 +86,7 @@ class NCSC:
     keeps the landscape comparable across dimensions (complexity studies).
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "minimax"
     ell: ClassVar[float] = 2.0
     d1: int = 10
@@ -195,6 +196,7 @@ class DRO:
     ``y*(x) = Proj_simplex(1/n + l(x) / (2 lam))`` in closed form, so ``g`` and ``grad g`` are exact.
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "minimax"
     features: Array
     labels: Array

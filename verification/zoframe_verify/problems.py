@@ -46,6 +46,7 @@ class KKTQP:
     ``x* = min(c_bar, u)`` and multipliers ``alpha_j = max(c_bar_j - u_j, 0)`` in closed form.
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "constrained"
     dim: int = 10
     m: int = 50
@@ -144,6 +145,7 @@ class SaddleQuadratic:
     the unique minimiser ``x* = -(P + K K^T / rho)^{-1} K b / rho``.
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "minimax"
     dim: int = 5
     dim_y: int = 5
@@ -221,6 +223,7 @@ class LassoComposite(HalfSquaredResiduals):
     (its ``lam`` is ``grad f(x*)`` in the ADMM paper's sign convention).
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "composite"
     dim: int = 20
     n: int = 100
@@ -286,6 +289,7 @@ class PowerSum:
     (:meth:`grad_norm_sq_exponent`; -3 for ``p = 4``). The start is ``x0 = c + 1``.
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "finite_sum"
     dim: int = 5
     p: float = 4.0
