@@ -1,75 +1,155 @@
-"""Per-iteration time of ``dszog`` and ``adszog`` as the number of constraints m grows.
+"""Per-iteration time and memory of ``dszog`` and ``adszog`` as the number of constraints m grows to 10^8.
 
-Pairwise constraints on the synthetic ``gen`` set (d = 50): ``n_samples = 4 sqrt(m)`` samples give
-a training split of about ``sqrt(m)`` positives x ``sqrt(m)`` negatives, i.e. m = 10^3 .. 10^6
-constraints, while every per-iteration batch (q = 10, |M1| = |M2| = |M3| = 128) stays the same.
-``dszog`` stores p in the sparse floor + support form from m = 10,000 (``p_form="auto"``);
-``adszog`` likewise (its p and z_p share one floor + support form, see its docstring). Also
-timed: one evaluation of all m constraints at one point (what a projection baseline needs at
-least once per iteration).
+Pairwise constraints on the synthetic ``gen`` set (d = 50): about ``4 sqrt(m)`` samples give a
+training split of about ``sqrt(m)`` positives x ``sqrt(m)`` negatives (the smallest sample with at
+least m pairs is used), i.e. m = 10^3 .. 10^8 constraints (10^8 pairs from 40,100 samples, never
+materialised: a batch of pair indices is decoded arithmetically), while every per-iteration batch
+(q = 10, |M1| = |M2| = |M3| = 128) stays the same. ``dszog`` and ``adszog`` store p in the sparse
+floor + support form from m = 10,000 (``p_form="auto"``).
 
-Prints one final JSON line with ``dszog_us_per_it_<m>``, ``adszog_us_per_it_<m>``,
-``all_constraints_us_<m>``, ``dszog_support_<m>`` (final support size of p) and
-``dszog_growth_1e4_to_1e6`` / ``adszog_growth_1e4_to_1e6`` (time per iteration at m = 10^6 over
-m = 10^4).
+Each m runs in a fresh process (so its peak memory is its own) and, to compare like with like on a
+busy machine, times the m = 10^4 problem in the same process, interleaved repeat by repeat:
+``<solver>_vs_1e4_<m>`` is the median over repeats of (time per iteration at m) / (time per
+iteration at 10^4) measured back to back (the issue's target: <= 1.5). Per m:
 
-    python benchmarks/scaling_m.py [--iters 1000] [--repeats 3]
+* ``dszog_us_per_it_<m>``, ``adszog_us_per_it_<m>``: median time per iteration (``zoframe.minimize``,
+  ``init`` excluded, no trace records but the first and last);
+* ``peak_rss_mb_<m>``: the process's peak resident memory (``resource.getrusage``: build, init,
+  steps, outputs), target 2 GB at 10^8; ``init_traced_mb_<m>`` / ``steps_traced_mb_<m>``: the
+  peak of numpy + Python allocations (tracemalloc) of ``solver.init`` (the closed-form ``p*(w_1)``
+  over all m constraints) and of 100 steps after it, for ``adszog``;
+* ``full_pass_evals_per_s_<m>`` / ``full_pass_2threads_evals_per_s_<m>``: a full feasibility pass
+  over all m constraints (:func:`zoframe.measures.max_violation_full`, blocks of 2^20) serially and
+  on a two-thread pool, constraint evaluations per second (median of 3; target 5e7 at 10^8 on 2 cores).
+
+Prints one final JSON line.
+
+    python benchmarks/scaling_m.py [--iters 1000] [--repeats 3] [--ms 1e3,1e4,1e5,1e6,1e7,1e8]
 """
 
 from __future__ import annotations
 
 import argparse
+from concurrent.futures import ThreadPoolExecutor
 import json
 import math
-import time
+import resource
+import statistics
+import subprocess
+import sys
+import tracemalloc
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 import zoframe
-from zoframe_constrained.problems import pairwise
+from zoframe.measures import max_violation_full
+from zoframe.oracle import CountingOracle
+from zoframe_constrained.problems import PairwiseProblem, pairwise
+from zoframe_constrained.solvers import ADSZOG
 
-PARAMS = {"eta_w": 1e-3, "eta_p": 1e-2, "beta": 1.0, "q": 10, "M1": 128, "M2": 128, "M3": 128}
+PARAMS: dict[str, Any] = {"eta_w": 1e-3, "eta_p": 1e-2, "beta": 1.0, "q": 10, "M1": 128, "M2": 128, "M3": 128}
+EXTRA: dict[str, dict[str, Any]] = {"dszog": {}, "adszog": {"a": 0.9, "b": 0.9}}
 
 
-def per_iteration(prob: Any, solver: str, iters: int, seed: int, **extra: Any) -> tuple[float, Any]:
-    params = {**PARAMS, "M1": min(PARAMS["M1"], prob.n), **extra}  # m = 10^3 has only 63 training samples
+def key(m: int) -> str:
+    return f"{m:.0e}".replace("+0", "").replace("+", "")
+
+
+def problem_with(m_target: int) -> PairwiseProblem:
+    """The ``gen`` pairwise problem of the smallest sample (from ``4 sqrt(m)`` up) with at least m pairs."""
+    n = round(4 * math.sqrt(m_target))
+    while True:
+        prob = pairwise("gen", n_samples=n, seed=0)
+        if prob.m >= m_target:
+            return prob
+        n += max(1, n // 1000)
+
+
+def per_iteration(prob: Any, solver: str, iters: int, seed: int) -> float:
+    params = {**PARAMS, "M1": min(PARAMS["M1"], prob.n), **EXTRA[solver]}  # m = 10^3 has few training samples
     res = zoframe.minimize(prob, solver, rng=seed, max_iter=iters, record_every=iters, **params)
     sec = res.trace["seconds"]
-    return float(sec[-1] - sec[0]) / iters, res
+    return float(sec[-1] - sec[0]) / iters
+
+
+def traced(prob: Any, steps: int) -> tuple[float, float]:
+    """tracemalloc peaks (MiB) of ``adszog``'s init and of ``steps`` steps after it."""
+    solver = ADSZOG(**PARAMS, **EXTRA["adszog"])
+    oracle = CountingOracle(prob)
+    rng = np.random.default_rng(0)
+    tracemalloc.start()
+    try:
+        state = solver.init(oracle, np.asarray(prob.x0), rng)
+        init_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(steps):
+            state = solver.step(oracle, state, rng)
+        step_peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return init_peak / 2**20, step_peak / 2**20
+
+
+def one(m_target: int, iters: int, repeats: int) -> dict[str, Any]:
+    """All figures of one m (run in its own process)."""
+    prob = problem_with(m_target)
+    ref = problem_with(10_000)
+    k = key(m_target)
+    out: dict[str, Any] = {f"m_{k}": prob.m, f"n_samples_{k}": prob.n}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for name in ("dszog", "adszog"):
+            times, ratios = [], []
+            for rep in range(repeats):
+                t_ref = per_iteration(ref, name, iters, rep)
+                t = per_iteration(prob, name, iters, rep)
+                times.append(t)
+                ratios.append(t / t_ref)
+            out[f"{name}_us_per_it_{k}"] = round(statistics.median(times) * 1e6, 1)
+            out[f"{name}_vs_1e4_{k}"] = round(statistics.median(ratios), 3)
+        w = 0.01 * np.random.default_rng(0).standard_normal(prob.dim)
+        serial = [max_violation_full(prob, w).evaluations_per_second for _ in range(3)]
+        with ThreadPoolExecutor(2) as ex:
+            pooled = [max_violation_full(prob, w, executor=ex).evaluations_per_second for _ in range(3)]
+        out[f"full_pass_evals_per_s_{k}"] = round(statistics.median(serial), -4)
+        out[f"full_pass_2threads_evals_per_s_{k}"] = round(statistics.median(pooled), -4)
+        out[f"peak_rss_mb_{k}"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        init_mb, steps_mb = traced(prob, 100)
+        out[f"init_traced_mb_{k}"] = round(init_mb, 1)
+        out[f"steps_traced_mb_{k}"] = round(steps_mb, 2)
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--ms", type=str, default="1e3,1e4,1e5,1e6")
+    ap.add_argument("--ms", type=str, default="1e3,1e4,1e5,1e6,1e7,1e8")
+    ap.add_argument("--one", type=float, default=None, help=argparse.SUPPRESS)  # a child process: one m
     args = ap.parse_args(argv)
-    out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats, "d": 50}
+    if args.one is not None:
+        res = one(int(args.one), args.iters, args.repeats)
+        print(json.dumps(res))
+        return res
+    out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats, "d": 50, "numpy": np.__version__}
     for m_target in (int(float(s)) for s in args.ms.split(",")):
-        prob = pairwise("gen", n_samples=round(4 * math.sqrt(m_target)), seed=0)
-        key = f"{m_target:.0e}".replace("+0", "").replace("+", "")
-        with threadpool_limits(limits=1, user_api="blas"):
-            ds, ads, alls = [], [], []
-            support = 0
-            for rep in range(args.repeats):
-                t, res = per_iteration(prob, "dszog", args.iters, rep)
-                ds.append(t)
-                support = int(np.count_nonzero(res.outputs["p"] > res.outputs["p"].min())) if prob.m < 2e6 else -1
-                ads.append(per_iteration(prob, "adszog", args.iters, rep, a=0.9, b=0.9)[0])
-                w = np.random.default_rng(rep).standard_normal(prob.dim)
-                t0 = time.perf_counter()
-                prob.constraints(w[None, :], np.arange(prob.m))
-                alls.append(time.perf_counter() - t0)
-        out[f"m_{key}"] = prob.m
-        out[f"dszog_us_per_it_{key}"] = round(float(np.median(ds)) * 1e6, 1)
-        out[f"adszog_us_per_it_{key}"] = round(float(np.median(ads)) * 1e6, 1)
-        out[f"all_constraints_us_{key}"] = round(float(np.median(alls)) * 1e6, 1)
-        out[f"dszog_support_{key}"] = support
+        cmd = [sys.executable, __file__, "--one", str(m_target), "--iters", str(args.iters), "--repeats", str(args.repeats)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            out[f"error_{key(m_target)}"] = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
+            print(f"m={m_target}: failed: {out[f'error_{key(m_target)}']}", flush=True)
+            continue
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        out.update(res)
+        k = key(m_target)
         print(
-            f"m={prob.m}: dszog {out[f'dszog_us_per_it_{key}']} us/it (support {support}), "
-            f"adszog {out[f'adszog_us_per_it_{key}']} us/it, all constraints once {out[f'all_constraints_us_{key}']} us",
+            f"m={res[f'm_{k}']}: dszog {res[f'dszog_us_per_it_{k}']} us/it (x{res[f'dszog_vs_1e4_{k}']} of 1e4), "
+            f"adszog {res[f'adszog_us_per_it_{k}']} us/it (x{res[f'adszog_vs_1e4_{k}']}), peak RSS "
+            f"{res[f'peak_rss_mb_{k}']} MB (init {res[f'init_traced_mb_{k}']} MB, 100 steps "
+            f"{res[f'steps_traced_mb_{k}']} MB traced), full pass {res[f'full_pass_evals_per_s_{k}']:.3g}/s "
+            f"(2 threads {res[f'full_pass_2threads_evals_per_s_{k}']:.3g}/s)",
             flush=True,
         )
     for name in ("dszog", "adszog"):

@@ -37,13 +37,14 @@ def _same(a: FullPass, b: FullPass) -> None:
     )  # fmt: skip
     assert a.sum_violation == b.sum_violation
     assert np.array_equal(a.top_indices, b.top_indices) and np.array_equal(a.top_values, b.top_values)
+    assert np.array_equal(a.above_indices, b.above_indices) and np.array_equal(a.above_values, b.above_values)
 
 
 def test_matches_a_direct_evaluation_of_all_constraints(prob: Any) -> None:
     w = _point(prob)
     f = prob.constraints(w[None, :], np.arange(prob.m))[0]
     assert 0 < np.count_nonzero(f > 0) < prob.m  # some constraints hold, some do not
-    res = max_violation_full(prob, w, block=97, tol=1e-3, top=25)
+    res = max_violation_full(prob, w, block=97, tol=1e-3, top=25, above=0.05)
     assert res.checked == prob.m and res.blocks == -(-prob.m // 97)
     assert res.max_value == f.max() and res.max_violation == max(f.max(), 0.0)
     assert res.argmax == int(np.argmax(f))
@@ -53,6 +54,10 @@ def test_matches_a_direct_evaluation_of_all_constraints(prob: Any) -> None:
     assert res.frac_violated == pytest.approx(np.mean(f > 1e-3))
     order = np.lexsort((np.arange(prob.m), -f))[:25]
     assert np.array_equal(res.top_indices, order) and np.array_equal(res.top_values, f[order])
+    kept = np.flatnonzero(f > 0.05)
+    assert 0 < kept.size < prob.m
+    assert np.array_equal(res.above_indices, kept)
+    np.testing.assert_allclose(res.above_values, f[kept], rtol=1e-12)  # a small last block: the problem's other rounding path
     assert res.evaluations_per_second > 0 and res.seconds > 0
 
 
@@ -83,12 +88,12 @@ def test_the_block_size_changes_nothing_but_the_blocks(prob: Any, block: int) ->
 
 def test_thread_and_process_pools_are_bit_identical_to_serial(prob: Any) -> None:
     w = _point(prob, seed=4)
-    serial = max_violation_full(prob, w, block=101, top=7)
+    serial = max_violation_full(prob, w, block=101, top=7, above=0.0)
     with ThreadPoolExecutor(2) as ex:
-        _same(serial, max_violation_full(prob, w, block=101, top=7, executor=ex))
-        _same(serial, max_violation_full(prob, w, block=101, top=7, executor=ex, tasks=5))
+        _same(serial, max_violation_full(prob, w, block=101, top=7, above=0.0, executor=ex))
+        _same(serial, max_violation_full(prob, w, block=101, top=7, above=0.0, executor=ex, tasks=5))
     with ProcessPoolExecutor(2) as ex:
-        _same(serial, max_violation_full(prob, w, block=101, top=7, executor=ex))
+        _same(serial, max_violation_full(prob, w, block=101, top=7, above=0.0, executor=ex))
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -97,9 +102,9 @@ def test_thread_and_process_pools_are_bit_identical_to_serial(prob: Any) -> None
 def test_a_dask_executor_is_bit_identical_to_serial(prob: Any) -> None:
     distributed = pytest.importorskip("distributed", reason="the zoframe[distributed] extra is not installed")
     w = _point(prob, seed=5)
-    serial = max_violation_full(prob, w, block=257, top=3)
+    serial = max_violation_full(prob, w, block=257, top=3, above=0.1)
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
-        _same(serial, max_violation_full(prob, w, block=257, top=3, executor=client.get_executor(), tasks=4))
+        _same(serial, max_violation_full(prob, w, block=257, top=3, above=0.1, executor=client.get_executor(), tasks=4))
 
 
 def test_an_oracle_counts_the_pass_against_its_budget(prob: Any) -> None:
@@ -108,8 +113,11 @@ def test_an_oracle_counts_the_pass_against_its_budget(prob: Any) -> None:
     res = max_violation_full(oracle, w)
     _same(res, max_violation_full(prob, w))
     assert oracle.calls == prob.m and oracle.calls_by_purpose["verify"] == prob.m
+    max_violation_full(oracle, w, purpose="restore")
+    assert oracle.calls == 2 * prob.m and oracle.calls_by_purpose["restore"] == prob.m
+    oracle = CountingOracle(prob)
     max_violation_full(oracle.monitor, w)
-    assert oracle.calls == prob.m and oracle.calls_by_purpose["monitor"] == prob.m  # outside the budget
+    assert oracle.calls == 0 and oracle.calls_by_purpose["monitor"] == prob.m  # outside the budget
     small = CountingOracle(prob, max_calls=prob.m - 1)
     with pytest.raises(BudgetExhausted):
         max_violation_full(small, w)
@@ -144,6 +152,7 @@ def test_non_finite_values_raise_or_count_as_violated() -> None:
         ({"top": -1}, InvalidInputError),
         ({"tasks": 0}, InvalidInputError),
         ({"tol": float("nan")}, InvalidInputError),
+        ({"above": float("nan")}, InvalidInputError),
     ],
 )
 def test_bad_arguments_are_refused(prob: Any, kwargs: dict[str, Any], error: type[Exception]) -> None:

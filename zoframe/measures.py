@@ -225,7 +225,8 @@ class FullPass:
     ``f_j(x) > tol``; ``sum_violation``: ``sum_j max(f_j, 0)`` (so the mean violation is
     ``sum_violation / checked``); ``checked``: ``m``; ``blocks``: blocks evaluated; ``seconds`` and
     ``evaluations_per_second``: wall-clock time of the pass and ``m / seconds``; ``top_indices`` /
-    ``top_values``: the ``top`` largest ``f_j`` (largest first, ties by index), empty unless asked.
+    ``top_values``: the ``top`` largest ``f_j`` (largest first, ties by index), empty unless asked;
+    ``above_indices`` / ``above_values``: every ``f_j > above`` in index order, empty unless asked.
     """
 
     max_violation: float
@@ -239,6 +240,8 @@ class FullPass:
     evaluations_per_second: float
     top_indices: NDArray[np.intp]
     top_values: Array
+    above_indices: NDArray[np.intp]
+    above_values: Array
 
     @property
     def mean_violation(self) -> float:
@@ -249,20 +252,28 @@ class FullPass:
         return self.violated / self.checked
 
 
-#: (max value, its index, count > tol, sum of positive parts, top indices, top values) of one block
-_BlockStats = tuple[float, int, int, float, NDArray[np.intp], Array]
+#: (max value, its index, count > tol, sum of positive parts, top indices, top values, indices above,
+#: values above) of one block
+_BlockStats = tuple[float, int, int, float, NDArray[np.intp], Array, NDArray[np.intp], Array]
+
+_NO_IDS: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+_NO_VALS: Array = np.zeros(0)
 
 
-def _block_stats(vals: Array, lo: int, tol: float, top: int) -> _BlockStats:
+def _block_stats(vals: Array, lo: int, tol: float, top: int, above: float | None) -> _BlockStats:
     pos = int(np.argmax(vals))
     count = int(np.count_nonzero(vals > tol))
     total = float(np.maximum(vals, 0.0).sum()) if vals[pos] > 0.0 else 0.0
+    top_ids, top_vals, above_ids, above_vals = _NO_IDS, _NO_VALS, _NO_IDS, _NO_VALS
     if top:
         k = min(top, vals.shape[0])
         sel = np.argpartition(vals, vals.shape[0] - k)[vals.shape[0] - k :] if k < vals.shape[0] else np.arange(k)
         sel = np.sort(sel)
-        return float(vals[pos]), lo + pos, count, total, (sel + lo).astype(np.intp), vals[sel]
-    return float(vals[pos]), lo + pos, count, total, np.zeros(0, dtype=np.intp), np.zeros(0)
+        top_ids, top_vals = (sel + lo).astype(np.intp), vals[sel]
+    if above is not None:
+        sel = np.flatnonzero(vals > above)
+        above_ids, above_vals = (sel + lo).astype(np.intp), vals[sel]
+    return float(vals[pos]), lo + pos, count, total, top_ids, top_vals, above_ids, above_vals
 
 
 def _pass_blocks(
@@ -271,6 +282,7 @@ def _pass_blocks(
     ranges: Sequence[tuple[int, int]],
     tol: float,
     top: int,
+    above: float | None,
     nonfinite: str,
     name: str,
 ) -> list[_BlockStats]:
@@ -289,7 +301,7 @@ def _pass_blocks(
                     "fix the function, or use an oracle with nonfinite='inf' to count such values as violated"
                 )
             vals[bad] = np.inf
-        out.append(_block_stats(vals, lo, tol, top))
+        out.append(_block_stats(vals, lo, tol, top, above))
     return out
 
 
@@ -321,18 +333,22 @@ def max_violation_full(
     block: int = FULL_PASS_BLOCK,
     tol: float = 0.0,
     top: int = 0,
+    above: float | None = None,
     executor: Executor | None = None,
     tasks: int | None = None,
+    purpose: str = "verify",
 ) -> FullPass:
     """One exact pass over ALL ``m`` constraints at ``x``, in blocks of ``block`` constraints.
 
     ``source``: a :class:`~zoframe.oracle.CountingOracle` (the ``m`` evaluations are charged to its
-    budget under the purpose ``"verify"`` before anything is evaluated), its ``monitor`` (counted as
+    budget under ``purpose`` before anything is evaluated), its ``monitor`` (counted as
     ``"monitor"``, outside the budget) or a constrained problem (anything with ``constraints(X,
     idx)`` and ``m``). Each block ``[lo, lo + block)`` is one call of the constraint function with
     the consecutive indices of the block, reduced at once to its max, count violated (``f_j > tol``),
-    sum of violations and, with ``top > 0``, its ``top`` largest values: memory is ``O(block +
-    tasks * top)`` whatever ``m`` is (10^8 constraints are never held at once).
+    sum of violations and, with ``top > 0``, its ``top`` largest values (with ``above``, every value
+    ``> above`` is kept too, e.g. ``above=0.0``: the violated constraints): memory is ``O(block +
+    tasks * top)`` plus what ``above`` keeps, whatever ``m`` is (10^8 constraints are never held at
+    once).
 
     ``executor``: a :class:`concurrent.futures.Executor` (thread or process pool, a
     ``dask.distributed`` client's ``get_executor()``); the blocks are grouped into ``tasks``
@@ -353,6 +369,9 @@ def max_violation_full(
         raise InvalidInputError(f"tasks must be a positive integer or None, got {tasks!r}")
     if not math.isfinite(tol):
         raise InvalidInputError(f"tol must be a finite number, got {tol!r}")
+    if above is not None and math.isnan(above):
+        raise InvalidInputError("above must be a number (keep every f_j > above) or None, got nan")
+    cut = None if above is None else float(above)
     point = np.array(x, dtype=np.float64, copy=True).reshape(1, -1)
     if dim > 0 and point.shape[1] != dim:
         raise ShapeError(f"x must have {dim} entries (the problem's dimension), got shape {np.shape(x)}")
@@ -361,16 +380,16 @@ def max_violation_full(
     edges = [*range(0, m, int(block)), m]
     ranges = list(itertools.pairwise(edges))
     if oracle is not None:  # the budget is checked before anything is evaluated
-        oracle._charge(m, "constraint", "verify" if budgeted else "monitor", budgeted)
+        oracle._charge(m, "constraint", purpose if budgeted else "monitor", budgeted)
     t0 = time.perf_counter()
     if executor is None:
-        stats = _pass_blocks(fn, point, ranges, float(tol), int(top), nonfinite, name)
+        stats = _pass_blocks(fn, point, ranges, float(tol), int(top), cut, nonfinite, name)
     else:
         workers = getattr(executor, "_max_workers", None) or 2
         n_tasks = max(1, min(len(ranges), int(tasks) if tasks is not None else 2 * int(workers)))
         cuts = np.linspace(0, len(ranges), n_tasks + 1).astype(int)
         futures = [
-            executor.submit(_pass_blocks, fn, point, ranges[c0:c1], float(tol), int(top), nonfinite, name)
+            executor.submit(_pass_blocks, fn, point, ranges[c0:c1], float(tol), int(top), cut, nonfinite, name)
             for c0, c1 in itertools.pairwise(cuts.tolist()) if c1 > c0
         ]
         stats = [s for fut in futures for s in fut.result()]
@@ -388,10 +407,15 @@ def max_violation_full(
         order = np.lexsort((ids, -vals))[:top]  # largest first, ties by index
         top_ids, top_vals = ids[order], vals[order]
     else:
-        top_ids, top_vals = np.zeros(0, dtype=np.intp), np.zeros(0)
+        top_ids, top_vals = _NO_IDS.copy(), _NO_VALS.copy()
+    if cut is not None:
+        above_ids = np.concatenate([s[6] for s in stats])
+        above_vals = np.concatenate([s[7] for s in stats])
+    else:
+        above_ids, above_vals = _NO_IDS.copy(), _NO_VALS.copy()
     return FullPass(
         max_violation=max(max_value, 0.0), max_value=max_value, argmax=argmax,
         violated=sum(s[2] for s in stats), sum_violation=total, checked=m, blocks=len(ranges),
         seconds=seconds, evaluations_per_second=m / seconds if seconds > 0 else math.inf,
-        top_indices=top_ids, top_values=top_vals,
+        top_indices=top_ids, top_values=top_vals, above_indices=above_ids, above_values=above_vals,
     )  # fmt: skip
