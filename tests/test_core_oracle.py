@@ -197,3 +197,47 @@ def test_every_result_is_checked_from_the_first_one_point_call(bad: str, error: 
     with pytest.raises(zoframe.ZoframeError) as run_info:  # the error itself, or the run's error naming it
         zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3)
     assert "my_objective" in str(run_info.value) and received in str(run_info.value)
+
+
+# ---------------------------------------------------------------- estimator underflow (mu too small)
+
+
+def _flat_plus(X: np.ndarray) -> np.ndarray:
+    out: np.ndarray = (X**2).sum(axis=1) + 1.0
+    return out
+
+
+@pytest.mark.parametrize("name", ["gaussian", "sphere", "coordinate"])
+@pytest.mark.parametrize("x", [np.ones(3), np.zeros(3), np.full((2, 3), 5.0)])
+def test_underflowing_differences_warn_once_per_estimator(name: str, x: np.ndarray) -> None:
+    import warnings
+
+    from zoframe.errors import EstimatorUnderflowWarning
+    from zoframe.registry import default_registry
+
+    est = default_registry().estimator(name).cls(mu=1e-300)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            g = est.estimate(_flat_plus, x, np.random.default_rng(0))
+    assert not np.any(g.grad)  # the estimate really is zero ...
+    hits = [w for w in rec if issubclass(w.category, EstimatorUnderflowWarning)]
+    assert len(hits) == 1 and len(rec) == 1  # ... and it is said, once
+    assert "mu=1e-300" in str(hits[0].message) and "larger mu" in str(hits[0].message)
+
+
+def test_zero_differences_at_a_sensible_radius_stay_silent() -> None:
+    """A function flat around x (an inactive max(g, 0), a plateau) has a true zero estimate: no warning."""
+    flat = lambda X: np.zeros(X.shape[0])  # noqa: E731
+    for est in (zoframe.GaussianEstimator(mu=1e-3), zoframe.SphereEstimator(mu=1e-6), zoframe.CoordinateEstimator()):
+        g = est.estimate(flat, np.full(4, 3.0), np.random.default_rng(1))  # filterwarnings=error: a warning fails
+        assert not np.any(g.grad)
+
+
+def test_a_run_with_mu_1e_300_warns_instead_of_silently_standing_still() -> None:
+    from zoframe.errors import EstimatorUnderflowWarning
+
+    prob = zoframe.FiniteSum(_flat_plus, x0=np.ones(3))
+    with pytest.warns(EstimatorUnderflowWarning, match="x \\+ mu\\*u == x"):
+        res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=5, mu=1e-300)
+    assert np.array_equal(res.x, prob.x0)

@@ -98,5 +98,14 @@ class ChecksumError(ZoframeError, ValueError):
     """A dataset file does not match its known SHA256 checksum."""
 
 
+class EstimatorUnderflowWarning(UserWarning):
+    """A gradient estimator's finite differences underflowed: the estimate is exactly zero.
+
+    Issued once per estimator when every difference ``F(x + mu u) - F(x)`` is exactly 0 because
+    ``mu`` is too small for the floating-point resolution of ``x`` or of the function values (for
+    instance ``mu=1e-300``): the solver would otherwise run on a zero gradient and never move.
+    """
+
+
 class CheckpointError(ZoframeError):
     """A checkpoint cannot be written or does not match the run it should resume."""

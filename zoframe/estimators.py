@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+import warnings
 
 import numpy as np
 
-from zoframe.errors import InvalidParameterError, ShapeError
+from zoframe.errors import EstimatorUnderflowWarning, InvalidParameterError, ShapeError
 from zoframe.protocols import Array, BatchFunction
 from zoframe.specs import param
 
@@ -66,6 +67,43 @@ def _call(fun: BatchFunction, pts: Array) -> Array:
     return vals
 
 
+#: a step ``mu * max|u|`` below this fraction of ``max(1, max|x|)`` is far under any useful smoothing
+#: radius: exactly zero differences there are read as underflow, not as a flat function
+UNDERFLOW_RELATIVE_STEP = 1e-12
+
+
+def _check_underflow(est: object, diffs: Array, base: Array, perturbed: Array, h: float, umax: float) -> None:
+    """Warn once per estimator (:class:`~zoframe.errors.EstimatorUnderflowWarning`) when the differences underflow.
+
+    Called only when every difference in ``diffs`` is exactly zero (the caller's one ``any()`` is all
+    the common case costs); ``base`` are the base points, broadcast against the perturbed points
+    ``perturbed``. The warning fires if no perturbed point differs from its base
+    point (``x + mu u == x``), or if the step ``mu * max|u|`` is below ``UNDERFLOW_RELATIVE_STEP``
+    relative to ``max(1, max|x|)``. Exactly zero differences at a sensible radius (a function flat
+    around ``x``, an inactive ``max(g, 0)``) are the true estimate and stay silent.
+    """
+    if getattr(est, "_underflow_warned", False):
+        return
+    scale = max(1.0, float(np.abs(base).max()))
+    if not (perturbed != base).any():
+        why = f"x + mu*u == x for every direction: mu={h:g} is below the floating-point spacing of x (|x| up to {scale:.3g})"
+    elif h * umax <= UNDERFLOW_RELATIVE_STEP * scale:
+        why = (
+            f"all {diffs.size} finite differences are exactly 0 with mu={h:g}: a step of {h * umax:.3g} at |x| up to "
+            f"{scale:.3g} is below the resolution of the function values"
+        )
+    else:
+        return
+    object.__setattr__(est, "_underflow_warned", True)  # once per estimator (frozen dataclass: no field)
+    warnings.warn(
+        EstimatorUnderflowWarning(
+            f"{type(est).__name__}: {why}. The gradient estimate is exactly 0, so the iterate will not move; "
+            "use a larger mu (typically 1e-4 .. 1e-2 times the scale of x)."
+        ),
+        stacklevel=3,
+    )
+
+
 @dataclass(frozen=True)
 class _RandomDirections:
     """Forward differences along q random directions: the shared machinery of GauSGE / UniSGE."""
@@ -97,6 +135,8 @@ class _RandomDirections:
         pts[1:] += x
         vals = _call(fun, pts)  # ONE call, (q+1, b)
         diffs = (vals[1:] - vals[0]) * (1.0 / h)  # (q, b)
+        if not diffs.any():
+            _check_underflow(self, diffs, x, pts[1:], h, float(np.abs(U).max()))
         b = vals.shape[1]
         c = self.scale(d) / q
         grad: Array = (c / b) * (diffs.sum(axis=1) @ U)
@@ -122,6 +162,9 @@ class _RandomDirections:
         pts = (base[:, None, :] + offsets[None, :, :]).reshape(P * (self.q + 1), d)
         vals = _call(fun, pts).reshape(P, self.q + 1, -1)  # ONE call
         diffs = (vals[:, 1:, :] - vals[:, :1, :]) / h  # (P, q, b)
+        if not diffs.any():
+            pts3 = pts.reshape(P, self.q + 1, d)
+            _check_underflow(self, diffs, pts3[:, :1], pts3[:, 1:], h, float(np.abs(U).max()))
         c = self.scale(d) / self.q
         grad = c * np.einsum("pq,qd->pd", diffs.mean(axis=2), U)
         comp = c * np.einsum("pqb,qd->pbd", diffs, U) if per_component else None
@@ -197,6 +240,8 @@ class CoordinateEstimator:
         pts = (base[:, None, :] + offsets[None, :, :]).reshape(P * 2 * d, d)
         vals = _call(fun, pts).reshape(P, 2 * d, -1)  # ONE call
         comp = (vals[:, :d, :] - vals[:, d:, :]).transpose(0, 2, 1) / (2.0 * h)  # (P, b, d)
+        if not comp.any():
+            _check_underflow(self, comp, base[:, None, :], pts.reshape(P, 2 * d, d), h, 1.0)
         grad = comp.mean(axis=1)
         calls = pts.shape[0] * vals.shape[2]
         if single:
