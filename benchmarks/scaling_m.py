@@ -98,7 +98,7 @@ def one(m_target: int, iters: int, repeats: int) -> dict[str, Any]:
     prob = problem_with(m_target)
     ref = problem_with(10_000)
     k = key(m_target)
-    out: dict[str, Any] = {f"m_{k}": prob.m, f"n_samples_{k}": prob.n}
+    out: dict[str, Any] = {f"m_{k}": prob.m, f"n_train_{k}": prob.n}
     with threadpool_limits(limits=1, user_api="blas"):
         for name in ("dszog", "adszog"):
             times, ratios = [], []
