@@ -29,11 +29,39 @@ def test_verify_a_saved_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
             "-p", "eta=0.05", "--problem-arg", "dim=6", "-o", str(out)]
     assert main(argv) == 0
     capsys.readouterr()
-    assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", "--json"]) == 0
+    code = main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", "--json"])
     text = capsys.readouterr().out
     data = json.loads(text[text.index("{"):])
     assert data["kind"] == "finite_sum" and data["reference_source"].startswith("known_solution")
     assert data["measures"]["grad_norm"] < 0.1 and data["measures"]["dist_to_reference"] < 0.1
+    # the verdict compares each measure with its stated tolerance; the exit status follows it
+    assert data["tolerances"] == {"stationarity": 1e-3, "feasibility": 1e-3, "gap": 1e-3}
+    checks = {c["name"]: c for c in data["checks"]}
+    assert set(checks) == {"grad_norm", "|objective_gap|"}
+    assert checks["grad_norm"]["passed"] == (data["measures"]["grad_norm"] <= 1e-3)
+    assert data["verdict"] == ("PASS" if all(c["passed"] for c in checks.values()) else "FAIL")
+    assert code == (0 if data["verdict"] == "PASS" else 1)
+    loose = ["--tol-stationarity", "0.1", "--tol-gap", "0.1"]
+    assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", *loose]) == 0
+    text = capsys.readouterr().out
+    assert "tolerances: stationarity 0.1, feasibility 0.001, objective gap 0.1" in text
+    assert "verdict: PASS (grad_norm" in text
+    assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", "--tol-stationarity", "1e-12"]) == 1
+    assert "verdict: FAIL (grad_norm" in capsys.readouterr().out
+
+
+def test_verify_a_run_saved_from_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Result saved with Result.save (no metadata) is verified with --problem and --problem-arg."""
+    import zoframe
+
+    prob = default_registry().make_problem("quadratic", dim=4)
+    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=400, eta=0.05)
+    res.save(str(tmp_path / "mine"))
+    code = main(["verify", str(tmp_path / "mine"), "--problem", "quadratic", "--problem-arg", "dim=4",
+                 "--tol-stationarity", "0.05", "--tol-gap", "0.05"])
+    out = capsys.readouterr().out
+    assert "run of zo-sgd" in out and "verification report: quadratic (finite_sum)" in out
+    assert code == 0 and "verdict: PASS" in out
 
 
 def test_verify_reads_the_problem_from_the_run_or_needs_its_name(
@@ -42,8 +70,10 @@ def test_verify_reads_the_problem_from_the_run_or_needs_its_name(
     out = tmp_path / "run"
     assert main(["solve", "quadratic", "--max-iter", "5", "--no-progress", "-o", str(out)]) in (0, 1)
     capsys.readouterr()
-    assert main(["verify", str(out)]) == 0  # `zoframe solve -o` records the problem and its arguments
-    assert "verification report: quadratic" in capsys.readouterr().out
+    # `zoframe solve -o` records the problem and its arguments; 5 iterations are far from stationary: FAIL
+    assert main(["verify", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "verification report: quadratic" in text and "verdict: FAIL (grad_norm" in text
     import zoframe
     from zoframe_basic.problems import Quadratic
 
@@ -84,7 +114,7 @@ def test_verify_reads_the_problem_from_the_saved_json(tmp_path: Path, capsys: py
     summary.update(problem="kkt-qp", problem_args={"m": 12})  # what a run that records its problem holds
     (tmp_path / "run.json").write_text(json.dumps(summary))
     capsys.readouterr()
-    assert main(["verify", str(out), "--json"]) == 0
+    assert main(["verify", str(out), "--json"]) in (0, 1)  # 50 iterations: the verdict may go either way
     text = capsys.readouterr().out
     data = json.loads(text[text.index("{"):])
     assert data["kind"] == "constrained" and data["problem"] == "kkt-qp"

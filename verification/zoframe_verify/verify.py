@@ -36,7 +36,83 @@ from zoframe_verify.checks import (
 )
 from zoframe_verify.reference import ReferenceSolution, ReferenceSolveError, reference_solution
 
-__all__ = ["Report", "add_verify_arguments", "load_saved_result", "run_verify_command", "verify"]
+__all__ = [
+    "Check",
+    "Report",
+    "Tolerances",
+    "add_verify_arguments",
+    "load_saved_result",
+    "run_verify_command",
+    "verify",
+]
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """The tolerances of the PASS/FAIL verdict of a :class:`Report`.
+
+    ``stationarity``: bound on the kind's stationarity measure (constrained: ``kkt`` = the largest
+    of the KKT residuals ``eps1..eps3``; minimax: ``grad_g_norm``; composite: ``sqrt(dist2)``;
+    finite sum: ``grad_norm``, the gradient (mapping) norm). ``feasibility``: bound on
+    ``max_violation`` (constrained) or ``sqrt(feasibility)`` = ``||A x + B y - c||`` (composite), the
+    default of ``zoframe.minimize``'s ``feasibility_tol``. ``gap``: bound on ``|objective_gap|``
+    relative to ``max(1, |f_ref|)`` when a reference exists.
+    """
+
+    stationarity: float = 1e-3
+    feasibility: float = 1e-3
+    gap: float = 1e-3
+
+    def __post_init__(self) -> None:
+        for name in ("stationarity", "feasibility", "gap"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InvalidInputError(f"the {name} tolerance must be a positive number, got {v!r}")
+
+    def describe(self) -> str:
+        return (
+            f"stationarity {self.stationarity:g}, feasibility {self.feasibility:g}, "
+            f"objective gap {self.gap:g} (relative to max(1, |f_ref|))"
+        )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the verdict: ``value <= tol`` for the measure ``name``."""
+
+    name: str
+    value: float
+    tol: float
+
+    @property
+    def passed(self) -> bool:
+        return math.isfinite(self.value) and self.value <= self.tol
+
+    def describe(self) -> str:
+        op = "<=" if self.passed else ">"
+        return f"{self.name} {self.value:.3e} {op} {self.tol:.3e}"
+
+
+def _checks(kind: str, measures: Mapping[str, float], ref_fun: float | None, tol: Tolerances) -> tuple[Check, ...]:
+    out: list[Check] = []
+    if kind == "constrained":
+        out += [
+            Check("kkt", measures["kkt"], tol.stationarity),
+            Check("max_violation", measures["max_violation"], tol.feasibility),
+        ]
+    elif kind == "minimax":
+        out.append(Check("grad_g_norm", measures["grad_g_norm"], tol.stationarity))
+    elif kind == "composite":
+        out += [
+            Check("sqrt(dist2)", math.sqrt(max(measures["dist2"], 0.0)), tol.stationarity),
+            Check("sqrt(feasibility)", math.sqrt(max(measures["feasibility"], 0.0)), tol.feasibility),
+        ]
+    else:
+        out.append(Check("grad_norm", measures["grad_norm"], tol.stationarity))
+    if "objective_gap" in measures:
+        scale = max(1.0, abs(ref_fun)) if ref_fun is not None and math.isfinite(ref_fun) else 1.0
+        out.append(Check("|objective_gap|", abs(measures["objective_gap"]), tol.gap * scale))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -60,6 +136,19 @@ class Report:
     notes: tuple[str, ...] = ()
     solver: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    checks: tuple[Check, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """The verdict: every check of :attr:`checks` holds (finite and within its tolerance)."""
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    def verdict(self) -> str:
+        """``PASS (...)`` or ``FAIL (...)`` with every check, failed ones first."""
+        failed = [c for c in self.checks if not c.passed]
+        word = "PASS" if self.passed else "FAIL"
+        return f"{word} ({'; '.join(c.describe() for c in [*failed, *(c for c in self.checks if c.passed)])})"
 
     def to_dict(self) -> dict[str, Any]:
         ref = None
@@ -82,6 +171,15 @@ class Report:
             "reference_source": self.reference_source,
             "reference": ref,
             "notes": list(self.notes),
+            "tolerances": {
+                "stationarity": self.tolerances.stationarity,
+                "feasibility": self.tolerances.feasibility,
+                "gap": self.tolerances.gap,
+            },
+            "checks": [
+                {"name": c.name, "value": _finite(c.value), "tol": c.tol, "passed": c.passed} for c in self.checks
+            ],
+            "verdict": "PASS" if self.passed else "FAIL",
         }
 
     def to_json(self) -> str:
@@ -111,6 +209,8 @@ class Report:
         lines.append(f"  reference: {self.reference_source}")
         for note in self.notes:
             lines.append(f"  note: {note}")
+        lines.append(f"  tolerances: {self.tolerances.describe()}")
+        lines.append(f"verdict: {self.verdict()}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -166,13 +266,17 @@ def verify(
     cache_dir: str | os.PathLike[str] | None = None,
     active_tol: float = 1e-6,
     eta: float = 1.0,
+    tolerances: Tolerances | None = None,
 ) -> Report:
     """The verification report of a run (a :class:`~zoframe.result.Result`), a mapping of outputs
     (``{"x": ..., "y": ...}``) or a bare point ``x``.
 
     ``reference=True`` uses the problem's cvxpy model (solved once, then cached in ``cache_dir``) or
     its known solution; pass a :class:`ReferenceSolution` to reuse one, or ``False`` for none.
+    The report's verdict (:attr:`Report.passed`, :meth:`Report.verdict`) checks the measures
+    against ``tolerances`` (default :class:`Tolerances`).
     """
+    tol = Tolerances() if tolerances is None else tolerances
     kind = str(getattr(problem, "kind", ""))
     outs, solver = _outputs(result_or_x)
     x = outs["x"]
@@ -205,11 +309,14 @@ def verify(
     else:
         raise InvalidInputError(f"cannot verify a problem of kind {kind!r}")
     measures = dict(details.measures())
+    ref_fun: float | None = None
     if ref is not None:
+        ref_fun = ref.fun
         measures["objective_gap"] = measures["fun"] - ref.fun
         measures["dist_to_reference"] = float(np.linalg.norm(x - ref.x))
     elif known is not None:
         if "fun" in known:
+            ref_fun = float(known["fun"])
             fun_key = "g" if kind == "minimax" else "fun"
             measures["objective_gap"] = measures[fun_key] - float(known["fun"])
         if "x" in known:
@@ -229,6 +336,8 @@ def verify(
         reference_details=ref_details,
         notes=tuple(notes),
         solver=solver,
+        tolerances=tol,
+        checks=_checks(kind, measures, ref_fun, tol),
     )
 
 
@@ -282,10 +391,34 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-reference", action="store_true", help="skip the reference solution")
     parser.add_argument("--cache-dir", default=None, help="cache of reference solutions (default: user cache dir)")
     parser.add_argument("--active-tol", type=float, default=1e-6, help="nearly-active threshold for the KKT fit")
+    d = Tolerances()
+    parser.add_argument(
+        "--tol-stationarity",
+        type=float,
+        default=d.stationarity,
+        help=f"verdict: bound on the stationarity measure (kkt, grad_g_norm, sqrt(dist2), grad_norm; "
+        f"default {d.stationarity:g})",
+    )
+    parser.add_argument(
+        "--tol-feasibility",
+        type=float,
+        default=d.feasibility,
+        help=f"verdict: bound on max_violation / ||A x + B y - c|| (default {d.feasibility:g})",
+    )
+    parser.add_argument(
+        "--tol-gap",
+        type=float,
+        default=d.gap,
+        help=f"verdict: bound on |objective_gap| / max(1, |f_ref|) (default {d.gap:g})",
+    )
 
 
 def run_verify_command(args: argparse.Namespace) -> int:
-    """``zoframe verify RESULT --problem NAME`` and the ``zoframe solve ... --verify`` path."""
+    """``zoframe verify RESULT --problem NAME`` and the ``zoframe solve ... --verify`` path.
+
+    Prints the report and its verdict. ``zoframe verify`` exits with 0 on PASS, 1 on FAIL and 2 on
+    bad input; the ``solve --verify`` path returns 0 (the solve itself ran).
+    """
     from zoframe.registry import default_registry
 
     problem = getattr(args, "problem_obj", None)
@@ -314,13 +447,24 @@ def run_verify_command(args: argparse.Namespace) -> int:
         solver = summary.get("solver")
         if solver:
             target = dict(target)
-            print(f"run of {solver}: status {summary.get('status')}, nit {summary.get('nit')}, nfev {summary.get('nfev')}")
+            print(
+                f"run of {solver}: status {summary.get('status')}, nit {summary.get('nit')}, nfev {summary.get('nfev')}"
+            )
+    d = Tolerances()
+    tol = Tolerances(
+        stationarity=float(getattr(args, "tol_stationarity", d.stationarity)),
+        feasibility=float(getattr(args, "tol_feasibility", d.feasibility)),
+        gap=float(getattr(args, "tol_gap", d.gap)),
+    )
     report = verify(
         problem,
         target,
         reference=not getattr(args, "no_reference", False),
         cache_dir=getattr(args, "cache_dir", None),
         active_tol=float(getattr(args, "active_tol", 1e-6)),
+        tolerances=tol,
     )
     print(report.to_json() if getattr(args, "json", False) else report.to_text())
-    return 0
+    if result_obj is not None:
+        return 0
+    return 0 if report.passed else 1
