@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+import difflib
+import inspect
 import json
+import math
 import os
 import sys
 import textwrap
+import types
+import typing
 from typing import Any
 
 import numpy as np
 
-from zoframe.errors import ZoframeError
+from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.registry import Registry, default_registry
 from zoframe.specs import describe_params
 
@@ -98,9 +103,26 @@ def _print_feasible_snapshot(problem: Any, outputs: Mapping[str, Any]) -> None:
 def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     from zoframe.driver import minimize
 
-    pkw = dict(_kv(args.problem_arg))
-    problem = reg.make_problem(args.problem, **pkw)
+    pspec = reg.problem(args.problem)
+    pkw = typed_arguments(pspec.factory, _pairs(args.problem_arg), f"problem {args.problem!r}", "--problem-arg")
+    problem = _build_problem(args.problem, pspec.factory, pkw)
     params = dict(_kv(args.param))
+    extra: dict[str, Any] = {}
+    est_items = _pairs(getattr(args, "estimator_param", None))
+    if est_items:
+        if args.estimator is None:
+            raise InvalidInputError(
+                "--estimator-param configures the estimator named by --estimator NAME; give --estimator "
+                "(the solver's default estimator takes the solver's own parameters: -p q=... -p mu=...)"
+            )
+        ecls = reg.estimator(args.estimator).cls
+        extra["estimator_params"] = typed_arguments(ecls, est_items, f"estimator {args.estimator!r}", "--estimator-param")
+        if "estimator_params" not in inspect.signature(minimize).parameters:
+            raise InvalidInputError(
+                "--estimator-param needs zoframe.minimize(..., estimator_params=...), which this installation "
+                "does not provide; update zoframe, or pass the parameters to the solver with -p where it has them"
+            )
+    verify_report = _verifier() if args.verify else None  # a missing plugin is said before the run
     res = minimize(
         problem,
         args.solver,
@@ -110,6 +132,7 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
         max_calls=args.max_calls,
         max_time=args.max_time,
         progress=not args.no_progress,
+        **extra,
         **params,
     )
     print(res)
@@ -125,31 +148,216 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     if args.output:
         res.save(args.output, metadata={"problem": args.problem, "problem_args": pkw})
         print(f"wrote {args.output}.json and {args.output}.npz")
-    if args.verify:
-        cmd = reg.commands().get("verify")
-        if cmd is None:
-            print("no verification plugin is installed; --verify needs zoframe_verify", file=sys.stderr)
-            return 2
-        ns = argparse.Namespace(problem_obj=problem, result_obj=res, result=None, json=False)
-        return cmd.spec.run(ns)
+    if verify_report is not None:
+        print(verify_report(problem, res))
     # exit 0 for a certified run and for a budget stop at an acceptable point; 1 otherwise
     return 0 if res.success or (res.status.budget and res.feasible is not False) else 1
 
 
-def _kv(items: Sequence[str] | None) -> list[tuple[str, Any]]:
+def _verifier() -> Callable[[Any, Any], str]:
+    """The verification report of a returned point (``zoframe_verify.verify``), imported on use."""
+    try:
+        from zoframe_verify.verify import verify
+    except ImportError as exc:
+        raise InvalidInputError(
+            f"--verify needs the verification package zoframe_verify, which cannot be imported ({exc}); "
+            "install zoframe with its first-party packages (pip install -e .) or drop --verify"
+        ) from None
+
+    def report(problem: Any, result: Any) -> str:
+        return verify(problem, result).to_text()
+
+    return report
+
+
+def _build_problem(name: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    """``factory(**kwargs)``; a plain ``TypeError`` / ``ValueError`` from it becomes a one-line error.
+
+    The factory is called directly (not through ``Registry.make_problem(name, **kwargs)``, whose own
+    ``name`` parameter would collide with a problem argument called ``name``).
+    """
+    try:
+        return factory(**kwargs)
+    except ZoframeError:
+        raise
+    except (TypeError, ValueError) as exc:
+        given = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "no arguments"
+        raise InvalidInputError(
+            f"problem {name!r} could not be built with {given}: {type(exc).__name__}: {exc}. "
+            f"Its arguments: {_signature_listing(factory)}"
+        ) from None
+
+
+def _pairs(items: Sequence[str] | None) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` items as ``(key, text)`` pairs (``-`` in keys read as ``_``)."""
     out = []
     for item in items or ():
         key, sep, val = item.partition("=")
-        if not sep:
-            raise ZoframeError(f"expected KEY=VALUE, got {item!r}")
-        out.append((key.replace("-", "_"), _parse_value(val)))
+        if not sep or not key:
+            raise InvalidInputError(f"expected KEY=VALUE, got {item!r}")
+        out.append((key.strip().replace("-", "_"), val))
+    return out
+
+
+def _kv(items: Sequence[str] | None) -> list[tuple[str, Any]]:
+    return [(k, _parse_value(v)) for k, v in _pairs(items)]
+
+
+# ---------------------------------------------------------------- typed KEY=VALUE arguments
+
+
+def _parameters(target: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], dict[str, Any], bool]:
+    """The keyword-passable parameters of ``target`` (a function or a class), their resolved
+    annotations, and whether it takes ``**kwargs``."""
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return {}, {}, True
+    try:
+        hints = typing.get_type_hints(target.__init__ if inspect.isclass(target) else target)
+    except Exception:  # unresolvable annotations: fall back to the raw ones
+        hints = {}
+    params = {
+        n: p for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    types_ = {n: hints.get(n, p.annotation) for n, p in params.items()}
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    return params, types_, var_kw
+
+
+def _type_name(tp: Any) -> str:
+    if tp is inspect.Parameter.empty or tp is Any:
+        return "any"
+    if isinstance(tp, str):
+        return tp
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join("None" if a is type(None) else _type_name(a) for a in typing.get_args(tp))
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if origin is not None:
+        return getattr(origin, "__name__", str(origin))
+    return getattr(tp, "__name__", str(tp))
+
+
+def _signature_listing(target: Callable[..., Any]) -> str:
+    params, types_, var_kw = _parameters(target)
+    parts = []
+    for n, p in params.items():
+        text = f"{n}: {_type_name(types_[n])}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}"
+        parts.append(text)
+    if var_kw:
+        parts.append("**other keywords")
+    return ", ".join(parts) if parts else "(none)"
+
+
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+_NONE = {"none", "null"}
+
+
+def _convert(text: str, tp: Any) -> Any:
+    """``text`` as a value of type ``tp``; ``ValueError`` saying what was expected otherwise."""
+    if tp is inspect.Parameter.empty or tp is Any or isinstance(tp, str):
+        return _parse_value(text)
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        members = typing.get_args(tp)
+        if type(None) in members and text.strip().lower() in _NONE:
+            return None
+        reasons = []
+        for member in members:
+            if member is type(None):
+                continue
+            try:
+                return _convert(text, member)
+            except ValueError as exc:
+                reasons.append(str(exc).removeprefix("expected "))
+        none = " or none" if type(None) in members else ""
+        raise ValueError("expected " + " or ".join(reasons) + none)
+    if origin is typing.Literal:
+        for choice in typing.get_args(tp):
+            if str(choice) == text:
+                return choice
+        raise ValueError(f"expected one of {_type_name(tp)}")
+    if tp is bool:
+        low = text.strip().lower()
+        if low in _TRUE or low in _FALSE:
+            return low in _TRUE
+        raise ValueError("expected true or false")
+    if tp is int:
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            v = float(text)
+        except ValueError:
+            raise ValueError("expected an integer") from None
+        if not v.is_integer():
+            raise ValueError("expected an integer")
+        return int(v)
+    if tp is float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise ValueError("expected a number") from None
+        if math.isnan(v):
+            raise ValueError("expected a number, not nan")
+        return v
+    if tp is str:
+        return text
+    if origin in (list, tuple) or tp in (list, tuple):
+        try:
+            val = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError("expected a JSON list such as [1, 2]") from None
+        if not isinstance(val, list):
+            raise ValueError("expected a JSON list such as [1, 2]")
+        return tuple(val) if (origin or tp) is tuple else val
+    return _parse_value(text)  # another type (an array, a set object, ...): JSON or text, checked by the target
+
+
+def typed_arguments(
+    target: Callable[..., Any], items: Sequence[tuple[str, str]], what: str, option: str
+) -> dict[str, Any]:
+    """Command-line ``(key, text)`` pairs as keyword arguments of ``target``, converted by its annotations.
+
+    An unknown key (unless ``target`` takes ``**kwargs``), a key given twice or a text that is not a
+    value of the annotated type (``int``, ``float``, ``bool``, ``str``, ``X | None``, ``Literal``,
+    lists) raises :class:`~zoframe.errors.InvalidInputError` with one line listing the accepted
+    arguments and their types. Parameters without a usable annotation get JSON or the text.
+    """
+    params, types_, var_kw = _parameters(target)
+    out: dict[str, Any] = {}
+    for key, text in items:
+        if key in out:
+            raise InvalidInputError(f"{option} {key} is given twice for {what}")
+        if key not in params:
+            if var_kw:
+                out[key] = _parse_value(text)
+                continue
+            close = difflib.get_close_matches(key, list(params), n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidInputError(
+                f"{what} has no argument {key!r}{hint}; it accepts {_signature_listing(target)}"
+            )
+        try:
+            out[key] = _convert(text, types_[key])
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"{option} {key}={text!r} for {what}: {exc} ({key}: {_type_name(types_[key])}); "
+                f"it accepts {_signature_listing(target)}"
+            ) from None
     return out
 
 
 def _cmd_demo(args: argparse.Namespace, reg: Registry) -> int:
     ns = argparse.Namespace(
         problem="least-squares", problem_arg=["dim=20", "n=200"], solver="zo-sgd", estimator=None,
-        seed=0, max_iter=2000, max_calls=None, max_time=None, no_progress=False,
+        estimator_param=None, seed=0, max_iter=2000, max_calls=None, max_time=None, no_progress=False,
         param=["eta=0.05", "q=20", "batch=20"], output=None, verify=False,
     )
     return _cmd_solve(ns, reg)
@@ -164,8 +372,15 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
     p_solve = sub.add_parser("solve", help="solve a registered problem with a registered solver")
     p_solve.add_argument("problem")
     p_solve.add_argument("--solver", default="zo-sgd")
-    p_solve.add_argument("--estimator", default=None)
-    p_solve.add_argument("--problem-arg", action="append", metavar="KEY=VALUE", help="problem parameter")
+    p_solve.add_argument("--estimator", default=None, help="registered estimator replacing the solver's default")
+    p_solve.add_argument(
+        "--estimator-param", "-e", action="append", metavar="KEY=VALUE",
+        help="parameter of the --estimator (e.g. -e q=3 -e mu=1e-4); checked against its fields",
+    )
+    p_solve.add_argument(
+        "--problem-arg", action="append", metavar="KEY=VALUE",
+        help="problem parameter, converted by the problem factory's annotations (see `zoframe info PROBLEM`)",
+    )
     p_solve.add_argument("--param", "-p", action="append", metavar="KEY=VALUE", help="solver parameter")
     p_solve.add_argument("--seed", type=int, default=0)
     p_solve.add_argument("--max-iter", type=int, default=None)
@@ -173,7 +388,10 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
     p_solve.add_argument("--max-time", type=float, default=None)
     p_solve.add_argument("--no-progress", action="store_true")
     p_solve.add_argument("--output", "-o", default=None, help="save the result as OUTPUT.json/.npz")
-    p_solve.add_argument("--verify", action="store_true", help="print the verification report")
+    p_solve.add_argument(
+        "--verify", action="store_true",
+        help="print the verification report (KKT / stationarity) of the returned point (zoframe_verify)",
+    )
     sub.add_parser("demo", help="a small demo solve (least squares with ZO-SGD)")
     p_rep = sub.add_parser("reproduce", help="reproduce a paper experiment")
     rep_sub = p_rep.add_subparsers(dest="experiment", required=True)
