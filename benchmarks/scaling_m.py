@@ -12,8 +12,12 @@ busy machine, times the m = 10^4 problem in the same process, interleaved repeat
 ``<solver>_vs_1e4_<m>`` is the median over repeats of (time per iteration at m) / (time per
 iteration at 10^4) measured back to back (the issue's target: <= 1.5). Per m:
 
-* ``dszog_us_per_it_<m>``, ``adszog_us_per_it_<m>``: median time per iteration (``zoframe.minimize``,
-  ``init`` excluded, no trace records but the first and last);
+* ``dszog_us_per_it_<m>``, ``adszog_us_per_it_<m>``: median time per iteration (``solver.step`` in a
+  bare loop after ``init``, as ``benchmarks/iteration_anatomy.py``); ``<solver>_user_us_per_it_<m>``:
+  the part of it inside the problem's ``components`` and ``constraints`` (timed around them);
+  ``<solver>_solver_vs_1e4_<m>``: the same ratio as ``<solver>_vs_1e4_<m>`` for the time outside
+  the problem's functions (the user's functions read rows of a larger data set at large m: their
+  cache misses are theirs);
 * ``peak_rss_mb_<m>``: the process's peak resident memory (``resource.getrusage``: build, init,
   steps, outputs), target 2 GB at 10^8; ``init_traced_mb_<m>`` / ``steps_traced_mb_<m>``: the
   peak of numpy + Python allocations (tracemalloc) of ``solver.init`` (the closed-form ``p*(w_1)``
@@ -24,33 +28,35 @@ iteration at 10^4) measured back to back (the issue's target: <= 1.5). Per m:
 
 Prints one final JSON line.
 
-    python benchmarks/scaling_m.py [--iters 1000] [--repeats 3] [--ms 1e3,1e4,1e5,1e6,1e7,1e8]
+    python benchmarks/scaling_m.py [--iters 1000] [--repeats 5] [--ms 1e3,1e4,1e5,1e6,1e7,1e8]
 """
 
 from __future__ import annotations
 
 import argparse
 from concurrent.futures import ThreadPoolExecutor
+import dataclasses
 import json
 import math
 import resource
 import statistics
 import subprocess
 import sys
+import time
 import tracemalloc
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-import zoframe
 from zoframe.measures import max_violation_full
 from zoframe.oracle import CountingOracle
 from zoframe_constrained.problems import PairwiseProblem, pairwise
-from zoframe_constrained.solvers import ADSZOG
+from zoframe_constrained.solvers import ADSZOG, DSZOG
 
 PARAMS: dict[str, Any] = {"eta_w": 1e-3, "eta_p": 1e-2, "beta": 1.0, "q": 10, "M1": 128, "M2": 128, "M3": 128}
 EXTRA: dict[str, dict[str, Any]] = {"dszog": {}, "adszog": {"a": 0.9, "b": 0.9}}
+SOLVERS: dict[str, type[Any]] = {"dszog": DSZOG, "adszog": ADSZOG}
 
 
 def key(m: int) -> str:
@@ -67,16 +73,39 @@ def problem_with(m_target: int) -> PairwiseProblem:
         n += max(1, n // 1000)
 
 
-def per_iteration(prob: Any, solver: str, iters: int, seed: int) -> float:
+def per_iteration(prob: Any, solver: str, iters: int, seed: int) -> tuple[float, float]:
+    """Seconds per ``solver.step`` (bare loop after ``init``) and seconds in the problem's functions per step."""
     params = {**PARAMS, "M1": min(PARAMS["M1"], prob.n), **EXTRA[solver]}  # m = 10^3 has few training samples
-    res = zoframe.minimize(prob, solver, rng=seed, max_iter=iters, record_every=iters, **params)
-    sec = res.trace["seconds"]
-    return float(sec[-1] - sec[0]) / iters
+    user = [0.0]
+    clock = time.perf_counter
+
+    def timed(fn: Any) -> Any:
+        def call(X: Any, idx: Any) -> Any:
+            t0 = clock()
+            try:
+                return fn(X, idx)
+            finally:
+                user[0] += clock() - t0
+
+        return call
+
+    timed_prob = dataclasses.replace(prob)  # a copy whose callables are timed; prob stays as it is
+    for attr in ("components", "constraints"):
+        object.__setattr__(timed_prob, attr, timed(getattr(prob, attr)))
+    solver_obj = SOLVERS[solver](**params)
+    oracle = CountingOracle(timed_prob)
+    rng = np.random.default_rng(seed)
+    state = solver_obj.init(oracle, np.asarray(prob.x0), rng)
+    user[0] = 0.0
+    t0 = clock()
+    for _ in range(iters):
+        state = solver_obj.step(oracle, state, rng)
+    return (clock() - t0) / iters, user[0] / iters
 
 
 def traced(prob: Any, steps: int) -> tuple[float, float]:
     """tracemalloc peaks (MiB) of ``adszog``'s init and of ``steps`` steps after it."""
-    solver = ADSZOG(**PARAMS, **EXTRA["adszog"])
+    solver = ADSZOG(**{**PARAMS, "M1": min(PARAMS["M1"], prob.n)}, **EXTRA["adszog"])
     oracle = CountingOracle(prob)
     rng = np.random.default_rng(0)
     tracemalloc.start()
@@ -101,14 +130,18 @@ def one(m_target: int, iters: int, repeats: int) -> dict[str, Any]:
     out: dict[str, Any] = {f"m_{k}": prob.m, f"n_train_{k}": prob.n}
     with threadpool_limits(limits=1, user_api="blas"):
         for name in ("dszog", "adszog"):
-            times, ratios = [], []
+            times, users, ratios, rest_ratios = [], [], [], []
             for rep in range(repeats):
-                t_ref = per_iteration(ref, name, iters, rep)
-                t = per_iteration(prob, name, iters, rep)
+                t_ref, u_ref = per_iteration(ref, name, iters, rep)
+                t, u = per_iteration(prob, name, iters, rep)
                 times.append(t)
+                users.append(u)
                 ratios.append(t / t_ref)
+                rest_ratios.append((t - u) / (t_ref - u_ref))
             out[f"{name}_us_per_it_{k}"] = round(statistics.median(times) * 1e6, 1)
+            out[f"{name}_user_us_per_it_{k}"] = round(statistics.median(users) * 1e6, 1)
             out[f"{name}_vs_1e4_{k}"] = round(statistics.median(ratios), 3)
+            out[f"{name}_solver_vs_1e4_{k}"] = round(statistics.median(rest_ratios), 3)
         w = 0.01 * np.random.default_rng(0).standard_normal(prob.dim)
         serial = [max_violation_full(prob, w).evaluations_per_second for _ in range(3)]
         with ThreadPoolExecutor(2) as ex:
@@ -125,7 +158,7 @@ def one(m_target: int, iters: int, repeats: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ms", type=str, default="1e3,1e4,1e5,1e6,1e7,1e8")
     ap.add_argument("--one", type=float, default=None, help=argparse.SUPPRESS)  # a child process: one m
     args = ap.parse_args(argv)
@@ -145,8 +178,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out.update(res)
         k = key(m_target)
         print(
-            f"m={res[f'm_{k}']}: dszog {res[f'dszog_us_per_it_{k}']} us/it (x{res[f'dszog_vs_1e4_{k}']} of 1e4), "
-            f"adszog {res[f'adszog_us_per_it_{k}']} us/it (x{res[f'adszog_vs_1e4_{k}']}), peak RSS "
+            f"m={res[f'm_{k}']}: dszog {res[f'dszog_us_per_it_{k}']} us/it (x{res[f'dszog_vs_1e4_{k}']} of 1e4, "
+            f"outside the user's functions x{res[f'dszog_solver_vs_1e4_{k}']}), adszog {res[f'adszog_us_per_it_{k}']} "
+            f"us/it (x{res[f'adszog_vs_1e4_{k}']}, x{res[f'adszog_solver_vs_1e4_{k}']}), peak RSS "
             f"{res[f'peak_rss_mb_{k}']} MB (init {res[f'init_traced_mb_{k}']} MB, 100 steps "
             f"{res[f'steps_traced_mb_{k}']} MB traced), full pass {res[f'full_pass_evals_per_s_{k}']:.3g}/s "
             f"(2 threads {res[f'full_pass_2threads_evals_per_s_{k}']:.3g}/s)",
