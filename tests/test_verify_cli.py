@@ -98,8 +98,13 @@ def test_rate_command_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixt
                        "--problem-arg", "dim=5", "--db", str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "rep"),
                        "--bootstrap", "100", "--json"]
     assert main(argv) == 0
-    data = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
     assert data["executed"] == 2 and data["curve"] == "avg"
+    # a progress bar over the iterations of all runs, and the paths of the files written
+    assert "zo-sgd on quadratic: 2 runs" in captured.err and "600/600" in captured.err
+    assert f"wrote {tmp_path / 'db.sqlite'}" in captured.err
+    assert f"wrote {tmp_path / 'rep' / 'rate_report.md'}" in captured.err
     assert set(data["fits"]) == {"iterations", "calls"}
     assert (tmp_path / "rep" / "rate_report.md").is_file() and (tmp_path / "rep" / "rate_iterations.png").is_file()
     assert main(argv) == 0
@@ -120,3 +125,18 @@ def test_verify_reads_the_problem_from_the_saved_json(tmp_path: Path, capsys: py
     assert data["kind"] == "constrained" and data["problem"] == "kkt-qp"
     assert {"eps1", "eps2", "eps3", "objective_gap", "ref_eps1"} <= set(data["measures"])
     assert data["reference"]["status"] == "optimal"
+
+
+def test_rate_writes_under_zoframe_out_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ZOFRAME_OUT", raising=False)
+    argv = ["rate", "zo-sgd", "quadratic", "--seeds", "2", "--budget", "200", "-p", "eta=0.05", "--bootstrap", "50",
+            "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "%|" not in out.err  # --no-progress: no bar
+    base = tmp_path / "zoframe-out"
+    for f in (base / "rate_runs.sqlite", base / "rate_report" / "rate_report.md", base / "rate_report" / "rate_calls.png"):
+        assert f.is_file() and f"wrote {f}" in out.out

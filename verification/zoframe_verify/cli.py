@@ -32,16 +32,24 @@ def add_rate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1: in-process)")
     p.add_argument("--executor", choices=("process", "dask"), default="process")
     p.add_argument("--scheduler", default=None, help="address of a running dask scheduler (with --executor dask)")
-    p.add_argument("--db", default="rate_runs.sqlite", help="SQLite file of finished runs (resumable)")
-    p.add_argument("--out", default="rate_report", help="directory of the report (Markdown, JSON, PNG)")
+    p.add_argument("--db", default=None,
+                   help="SQLite file of finished runs (resumable; default: zoframe-out/rate_runs.sqlite)")
+    p.add_argument("--out", default=None,
+                   help="directory of the report (Markdown, JSON, PNG; default: zoframe-out/rate_report)")
     p.add_argument("--decades", type=float, default=2.0, help="fit over the last D decades of the axis")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over seeds")
     p.add_argument("--theory", type=float, default=None, help="proven slope to compare with (overrides the table)")
     p.add_argument("--tol", type=float, default=0.1, help="slope tolerance of the verdict")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar (iterations of all runs, ETA)")
 
 
 def run_rate_command(args: argparse.Namespace) -> int:
+    """Run the study with a progress bar on stderr, print the report and the paths of the files written."""
+    from zoframe._paths import output_path
+
+    db = output_path("rate_runs.sqlite") if args.db is None else output_path(args.db, explicit=True)
+    out = output_path("rate_report/rate_report.md").parent if args.out is None else args.out
     horizons = None
     if args.horizons:
         try:
@@ -63,13 +71,16 @@ def run_rate_command(args: argparse.Namespace) -> int:
         workers=args.workers,
         executor=args.executor,
         scheduler=args.scheduler,
-        db=args.db,
-        out=args.out,
+        db=db,
+        out=out,
         decades=args.decades,
         n_boot=args.bootstrap,
         theory=args.theory,
         tol=args.tol,
         progress=lambda msg: print(msg, file=sys.stderr),
+        progress_bar=not args.no_progress,
     )
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.to_markdown())
+    for f in (str(db), *report.files):
+        print(f"wrote {f}", file=sys.stderr if args.json else sys.stdout)
     return 0

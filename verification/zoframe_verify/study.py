@@ -7,6 +7,14 @@ against iterations and against oracle calls with a bootstrap interval across see
 the rate the paper proves (:data:`zoframe_verify.rates.THEORY`) and, with ``out``, writes a
 Markdown and a JSON report with PNG plots.
 
+Progress: with ``progress_bar=True`` a tqdm bar on stderr counts the iterations of all runs to do
+(so it moves during a run, with an ETA), also with worker processes (a shared counter).
+
+Worker processes end with their parent: each worker asks the kernel for ``SIGKILL`` when its parent
+dies (``prctl(PR_SET_PDEATHSIG)`` on Linux) and a watchdog thread ends it when its parent process id
+changes (the portable fallback), so ``kill -9`` of ``zoframe rate --workers N`` leaves no worker
+computing.
+
 Resuming: a run is identified by (study key, seed, horizon); the study key hashes everything that
 changes a run (solver, problem, their parameters, the measure, the budgets). A run already in the
 database is never repeated, so an interrupted sweep loses only the runs that were in flight.
@@ -26,7 +34,7 @@ any other name                    a column of the problem's own ``measures()``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 import dataclasses
 from dataclasses import dataclass, field
 import hashlib
@@ -36,7 +44,10 @@ import math
 import multiprocessing
 import os
 from pathlib import Path
+import signal
 import sqlite3
+import sys
+import threading
 import time
 from typing import Any
 
@@ -240,6 +251,56 @@ def _blocks_of(problem: Any, o: Mapping[str, Array]) -> list[Array] | None:
     return [o[f"y{j}"] for j in range(k)] if all(f"y{j}" in o for j in range(k)) else None
 
 
+# --------------------------------------------------------------------------- workers and progress
+#: in a worker process: the shared iteration counter of the parent's progress bar (set by _init_worker)
+_COUNTER: Any = None
+#: in-process runs: a function told how many iterations were just done (set by _execute)
+_TICK: Callable[[int], None] | None = None
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _tick(n: int) -> None:
+    if _TICK is not None:
+        _TICK(n)
+    elif _COUNTER is not None:
+        with _COUNTER.get_lock():
+            _COUNTER.value += n
+
+
+def _end_with_parent(parent: int, poll: float = 0.5) -> None:
+    """Make this process end when the process ``parent`` ends (a pool worker of a study).
+
+    Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, the kernel kills the worker when its parent dies.
+    Everywhere: a daemon thread polls ``os.getppid()`` every ``poll`` seconds and exits the process
+    (``os._exit``) once the parent is gone (the worker was re-parented).
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the watchdog below still applies
+            pass
+    if os.getppid() != parent:  # the parent died before the request above was in place
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="zoframe-parent-watchdog", daemon=True).start()
+
+
+def _init_worker(parent: int, counter: Any) -> None:
+    """Initializer of the study's worker processes: end with the parent, report progress to ``counter``."""
+    global _COUNTER
+    _end_with_parent(parent)
+    _COUNTER = counter
+
+
 def run_one(config_json: str, seed: int, horizon: int) -> dict[str, Any]:
     """Execute one run of a study (in a worker process); returns plain data for the store."""
     from zoframe.driver import minimize
@@ -257,7 +318,13 @@ def run_one(config_json: str, seed: int, horizon: int) -> dict[str, Any]:
     calls: list[float] = []
     vals: list[float] = []
 
+    tick_every = max(1, horizon // 200)
+    ticked = [0]
+
     def callback(info: Any) -> None:
+        if info.iteration - ticked[0] >= tick_every:
+            _tick(info.iteration - ticked[0])
+            ticked[0] = info.iteration
         if info.iteration % every and info.iteration != horizon:
             return
         outs = dict(outputs_fn(info.state)) if callable(outputs_fn) else {"x": info.x}
@@ -275,6 +342,7 @@ def run_one(config_json: str, seed: int, horizon: int) -> dict[str, Any]:
         callback=callback,
         record_every=0,
     )
+    _tick(horizon - ticked[0])  # the rest, also when the run stopped early
     return {
         "iterations": its,
         "calls": calls,
@@ -429,11 +497,18 @@ class RateReport:
         return "\n".join(lines) + "\n"
 
 
-def _resolve_executor(kind: str, workers: int, scheduler: str | None) -> tuple[Executor | None, Callable[[], None]]:
+def _resolve_executor(
+    kind: str, workers: int, scheduler: str | None, counter: Any = None
+) -> tuple[Executor | None, Callable[[], None]]:
     if workers <= 1 and kind == "process":
         return None, lambda: None
     if kind == "process":
-        ex = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        ex = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(os.getpid(), counter),
+        )
         return ex, lambda: ex.shutdown(wait=True, cancel_futures=True)
     if kind == "dask":
         dist: Any = require("distributed", feature="--executor dask")
@@ -464,32 +539,63 @@ def _execute(
     executor: str,
     scheduler: str | None,
     progress: Callable[[str], None] | None,
+    progress_bar: bool = False,
 ) -> int:
+    global _TICK
     if not todo:
         return 0
     config_json = cfg.to_json()
-    ex, close = _resolve_executor(executor, workers, scheduler)
+    total = sum(h for _, h in todo)
+    bar: Any = None
+    if progress_bar:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, unit="it", desc=f"{cfg.solver} on {cfg.problem}: {len(todo)} runs", file=sys.stderr)
+    say = progress if bar is None or progress is None else (lambda msg: bar.write(msg, file=sys.stderr))
+    counter = multiprocessing.get_context("spawn").Value("q", 0) if (bar is not None and executor == "process") else None
+    ex, close = _resolve_executor(executor, workers, scheduler, counter)
     done = 0
+    shown = 0
     try:
         if ex is None:
+            if bar is not None:
+                _TICK = bar.update
             for seed, horizon in todo:
                 store.add(cfg.key, config_json, seed, horizon, run_one(config_json, seed, horizon))
                 done += 1
-                if progress:
-                    progress(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
+                if say:
+                    say(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
         else:
             futures: dict[Future[dict[str, Any]], tuple[int, int]] = {
                 ex.submit(run_one, config_json, s, h): (s, h) for s, h in todo
             }
-            for fut in as_completed(futures):
-                s, h = futures[fut]
-                store.add(cfg.key, config_json, s, h, fut.result())
-                done += 1
-                if progress:
-                    progress(f"run seed={s} horizon={h} done ({done}/{len(todo)})")
+            pending = set(futures)
+            while pending:
+                finished, pending = _wait_some(pending, 0.5 if bar is not None else None)
+                if bar is not None:
+                    now = int(counter.value) if counter is not None else sum(futures[f][1] for f in futures if f.done())
+                    bar.update(now - shown)
+                    shown = now
+                for fut in finished:
+                    s, h = futures[fut]
+                    store.add(cfg.key, config_json, s, h, fut.result())
+                    done += 1
+                    if say:
+                        say(f"run seed={s} horizon={h} done ({done}/{len(todo)})")
     finally:
+        _TICK = None
         close()
+        if bar is not None:
+            bar.close()
     return done
+
+
+def _wait_some(pending: set[Future[Any]], timeout: float | None) -> tuple[set[Future[Any]], set[Future[Any]]]:
+    """The futures finished within ``timeout`` seconds (all that finished first when ``None``), and the rest."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    finished, rest = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+    return set(finished), set(rest)
 
 
 def _axis_curves(
@@ -542,8 +648,13 @@ def rate_study(
     theory: float | None = None,
     tol: float = 0.1,
     progress: Callable[[str], None] | None = None,
+    progress_bar: bool = False,
 ) -> RateReport:
-    """Run (or resume) a rate study of a registered solver on a registered problem; see the module doc."""
+    """Run (or resume) a rate study of a registered solver on a registered problem; see the module doc.
+
+    ``progress`` is told when each run ends; ``progress_bar=True`` shows a tqdm bar (stderr) over
+    the iterations of all runs to do, with an ETA.
+    """
     from zoframe.registry import default_registry
 
     reg = default_registry()
@@ -584,7 +695,7 @@ def rate_study(
         have = store.done(cfg.key)
         todo = [(s, h) for s in seed_list for h in hs if (s, h) not in have]
         reused = len(seed_list) * len(hs) - len(todo)
-        executed = _execute(store, cfg, todo, workers, executor, scheduler, progress)
+        executed = _execute(store, cfg, todo, workers, executor, scheduler, progress, progress_bar)
         runs = tuple(store.load(cfg.key, s, h) for s in seed_list for h in hs)
     finally:
         store.close()
