@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 import shutil
@@ -264,3 +265,32 @@ def test_every_catalogued_checksum_matches_the_shared_copy() -> None:
     for info in DATASETS.values():
         if info.sha256 is not None and (SHARED / info.file).is_file():
             assert sha256_file(SHARED / info.file) == info.sha256, info.name
+
+
+def test_data_list_shows_every_place_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from zoframe_datasets import cli as data_cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    env_dir = tmp_path / "env"
+    env_dir.mkdir()
+    monkeypatch.setenv("ZOFRAME_DATA", str(env_dir))
+    parser = argparse.ArgumentParser()
+    data_cli.add_arguments(parser)
+
+    def listing(*argv: str) -> dict[str, str]:
+        assert data_cli.run(parser.parse_args(["list", *argv])) == 0
+        out = capsys.readouterr().out
+        head = out.split("\n\n")[0].splitlines()[1:4]
+        return {line.split(":")[0].strip(): line for line in head}
+
+    rows = listing()
+    assert "(not given)" in rows["explicit directory (--dir / data_dir)"]
+    assert f"{env_dir}  (looked in)" in rows["$ZOFRAME_DATA"]
+    assert f"{tmp_path / 'cache' / 'zoframe' / 'data'}  (looked in, does not exist)" in rows["user cache directory"]
+    monkeypatch.delenv("ZOFRAME_DATA")
+    assert "(not set)" in listing()["$ZOFRAME_DATA"]
+    rows = listing("--dir", str(tmp_path / "mine"))
+    assert f"{tmp_path / 'mine'}  (looked in, does not exist)" in rows["explicit directory (--dir / data_dir)"]
+    assert "not looked in: an explicit directory is the only place looked" in rows["user cache directory"]

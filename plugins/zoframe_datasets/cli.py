@@ -9,7 +9,7 @@ from zoframe.errors import DataNotFoundError, UnknownNameError
 from zoframe_datasets.catalog import DATASETS, DatasetInfo
 from zoframe_datasets.fetch import ENV_URL_BASE, fetch, resolve_url
 from zoframe_datasets.libsvm import sha256_file
-from zoframe_datasets.paths import ENV_DATA, data_path, search_dirs
+from zoframe_datasets.paths import ENV_DATA, data_path, search_dirs, search_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,9 +66,10 @@ def _status(info: DatasetInfo, directory: str | None) -> tuple[str, str]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    print("Data directories, in the order looked in:")
-    for d, origin in search_dirs(args.dir):
-        print(f"  {d}  ({origin}{'' if d.is_dir() else ', does not exist'})")
+    print("Where datasets are looked for, in order:")
+    for place, d, state in search_report(args.dir):
+        print(f"  {place + ':':<40} {'-' if d is None else d}  ({state})")
+    print(f"Point zoframe at a directory of your own with --dir DIR or `export {ENV_DATA}=DIR`.")
     print()
     print(f"{'name':<15} {'rows x features':<17} {'status':<28} path")
     for info in DATASETS.values():

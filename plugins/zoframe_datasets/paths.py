@@ -43,6 +43,36 @@ def search_dirs(data_dir: PathLike | None = None) -> list[tuple[Path, str]]:
     return out
 
 
+def search_report(data_dir: PathLike | None = None) -> list[tuple[str, Path | None, str]]:
+    """Every place zoframe can look for data, in order, with whether it is looked in and why not.
+
+    Rows ``(place, directory or None, state)``: the explicit directory (``--dir`` / ``data_dir``),
+    ``$ZOFRAME_DATA`` and the user cache directory. ``state`` is ``"looked in"``, ``"looked in,
+    does not exist"``, ``"not given"``, ``"not set"`` or ``"not looked in: ..."``.
+    """
+
+    def seen(d: Path) -> str:
+        return "looked in" if d.is_dir() else "looked in, does not exist"
+
+    rows: list[tuple[str, Path | None, str]] = []
+    env = os.environ.get(ENV_DATA, "")
+    if data_dir is not None:
+        d = search_dirs(data_dir)[0][0]
+        rows.append(("explicit directory (--dir / data_dir)", d, seen(d)))
+        skip = "not looked in: an explicit directory is the only place looked"
+        rows.append((f"${ENV_DATA}", Path(env).expanduser() if env else None, skip if env else "not set"))
+        rows.append(("user cache directory", cache_dir(), skip))
+        return rows
+    rows.append(("explicit directory (--dir / data_dir)", None, "not given"))
+    if env:
+        d = Path(env).expanduser()
+        rows.append((f"${ENV_DATA}", d, seen(d)))
+    else:
+        rows.append((f"${ENV_DATA}", None, "not set"))
+    rows.append(("user cache directory", cache_dir(), seen(cache_dir())))
+    return rows
+
+
 def data_dir(data_dir: PathLike | None = None) -> Path:
     """The data directory zoframe uses (and where ``zoframe data fetch`` writes).
 
