@@ -249,3 +249,113 @@ def test_data_command_is_registered() -> None:
         # another plugin failing to load is not this package's concern here
         warnings.simplefilter("ignore", PluginLoadWarning)
         assert main(["data", "path", "no-such-dataset"]) == 2
+
+
+# ---------------------------------------------------------------- killed fetches and stale temporaries
+
+
+def _stalling_handler(release: threading.Event) -> type[http.server.BaseHTTPRequestHandler]:
+    class Stalling(http.server.BaseHTTPRequestHandler):
+        """Sends the headers of a 4 MiB file and its first 256 KiB, then stalls until released."""
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(1 << 22))
+            self.end_headers()
+            self.wfile.write(b"1 1:1\n" * ((1 << 18) // 6))
+            self.wfile.flush()
+            release.wait(timeout=30)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Stalling
+
+
+def test_a_killed_fetch_leaves_a_temporary_that_the_next_fetch_removes(server: Server, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    release = threading.Event()
+    stall = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _stalling_handler(release))
+    stall.daemon_threads = True
+    thread = threading.Thread(target=stall.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    url = f"http://127.0.0.1:{stall.server_address[1]}/svmguide3.t"
+    code = f"from zoframe_datasets.fetch import fetch; fetch('svmguide3.t', url={url!r}, dest={str(dest)!r}, verify=False)"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 60
+        temps: list[Path] = []
+        while time.monotonic() < deadline:  # wait until the download is under way
+            temps = [p for p in dest.iterdir() if p.name.endswith(".download") and p.stat().st_size > 0]
+            if temps or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert temps, "the download never started"
+        os.kill(proc.pid, signal.SIGKILL)  # as `kill -9`: no finally clause runs
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        release.set()
+        stall.shutdown()
+        stall.server_close()
+    (stale,) = temps
+    assert stale.exists() and ".part-" in stale.name and f"-{proc.pid}-" in stale.name
+    (server.root / "svmguide3.t").write_bytes(TOY)
+    res = fetch("svmguide3.t", url=f"{server.base}/svmguide3.t", sha256=TOY_SHA, dest=dest)
+    assert res.downloaded and _entries(dest) == ["svmguide3.t"]  # the stale temporary is gone
+
+
+def test_stale_temporaries_are_told_apart_from_running_fetches(tmp_path: Path) -> None:
+    import time
+
+    from zoframe_datasets.fetch import STALE_SECONDS, _host, clean_stale_temporaries
+
+    host = _host()
+    old = time.time() - STALE_SECONDS - 60
+    names = {
+        f".a9a.part-{host}-{os.getpid()}-abc123.download": ("recent", False),  # a running fetch (this process)
+        f".a9a.part-{host}-{os.getpid()}-abc124.plain": ("old", True),  # running but idle for over an hour
+        f".a9a.part-{host}-999999999-abc125.download": ("recent", True),  # its process is gone
+        ".a9a.part-otherhost-999999999-abc126.download": ("recent", False),  # another host: by age only
+        ".a9a.part-otherhost-999999999-abc127.libsvm": ("old", True),
+        ".w8a.k2j3h4g5.download": ("old", True),  # the name an older version used, idle
+        ".w8a.k2j3h4g6.download": ("recent", False),
+        "a9a": ("old", False),  # data files and other hidden files are never touched
+        ".a9a.download.txt": ("old", False),
+        ".hidden": ("old", False),
+    }
+    for name, (age, _) in names.items():
+        path = tmp_path / name
+        path.write_bytes(b"x")
+        if age == "old":
+            os.utime(path, (old, old))
+    removed = {p.name for p in clean_stale_temporaries(tmp_path)}
+    assert removed == {name for name, (_, stale) in names.items() if stale}
+    assert set(_entries(tmp_path)) == {name for name, (_, stale) in names.items() if not stale}
+
+
+def test_the_final_file_is_synced_before_the_rename(server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync")
+        real_fsync(fd)
+
+    def replace(a: Any, b: Any) -> None:
+        events.append("replace")
+        real_replace(a, b)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    (server.root / "svmguide3.t").write_bytes(TOY)
+    fetch("svmguide3.t", url=f"{server.base}/svmguide3.t", sha256=TOY_SHA, dest=tmp_path / "d")
+    assert events[:2] == ["fsync", "replace"] and events.count("fsync") == 2  # the file, then the directory

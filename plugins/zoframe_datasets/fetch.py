@@ -3,8 +3,12 @@
 The file is downloaded with :mod:`urllib` into a temporary file in the destination directory,
 decompressed if the remote is compressed (``.bz2``, ``.gz``, ``.xz``), converted if the remote is
 in another format (Roweis' ``20news_w100.mat`` -> LIBSVM text), given ``\\n`` line endings (the
-checksummed copies have them), verified against the known SHA256 and only then moved into place
-with an atomic rename. Whatever fails, nothing partial is left behind.
+checksummed copies have them), verified against the known SHA256, flushed to disk (``fsync``) and
+only then moved into place with an atomic rename (the directory entry is synced too). Whatever
+fails, nothing partial is left behind; a fetch that was killed (``kill -9``, a power cut) leaves
+its temporaries, and the next fetch into that directory removes them (:func:`clean_stale_temporaries`):
+they are named ``.<file>.part-<host>-<pid>-<random><suffix>``, and one is stale when its process
+on this host is gone or when nobody has written to it for :data:`STALE_SECONDS`.
 
 The address is, in order: the ``url`` argument, ``$ZOFRAME_DATA_URL_BASE/<remote file name>``, the
 official address of the catalogue.
@@ -20,8 +24,11 @@ import gzip
 import lzma
 import os
 from pathlib import Path
+import re
 import shutil
+import socket
 import tempfile
+import time
 from typing import BinaryIO, cast
 import urllib.error
 import urllib.parse
@@ -40,6 +47,82 @@ from zoframe_datasets.paths import PathLike, data_dir
 ENV_URL_BASE = "ZOFRAME_DATA_URL_BASE"
 
 _CHUNK = 1 << 16
+
+#: a temporary nobody has written to for this long is stale whatever its name says (seconds)
+STALE_SECONDS = 3600.0
+
+_TEMP_SUFFIXES = (".download", ".plain", ".libsvm")
+# .<file>.part-<host>-<pid>-<random><suffix>, and the names of older versions: .<file>.<random><suffix>
+_TEMP_RE = re.compile(r"^\.(?P<file>.+?)\.(?:part-(?P<host>[A-Za-z0-9_]*)-(?P<pid>\d+)-)?[A-Za-z0-9_]+(?:\.download|\.plain|\.libsvm)$")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def clean_stale_temporaries(directory: PathLike, *, now: float | None = None) -> list[Path]:
+    """Remove the temporaries of fetches that were killed in ``directory``; returns what was removed.
+
+    A temporary (see the module docstring) is stale when its process on this host no longer runs,
+    or when it has not been written to for :data:`STALE_SECONDS` (its process may be on another host
+    sharing the directory, or its pid reused). Temporaries of running fetches are kept.
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    now = time.time() if now is None else now
+    host = _host()
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:  # unreadable: nothing we could clean
+        return []
+    for path in entries:
+        m = _TEMP_RE.match(path.name)
+        if m is None or not path.name.endswith(_TEMP_SUFFIXES):
+            continue
+        try:
+            idle = now - path.stat().st_mtime
+        except OSError:  # its fetch just finished
+            continue
+        pid = m.group("pid")
+        dead = pid is not None and m.group("host") == host and not _alive(int(pid))
+        if dead or idle > STALE_SECONDS:
+            with contextlib.suppress(OSError):  # gone already, or a read-only directory: best effort
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename durable (POSIX); a no-op where directories cannot be opened (Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class FetchError(ZoframeError, OSError):
@@ -95,6 +178,7 @@ def fetch(
     source = resolve_url(info, url)
     directory = data_dir(dest)
     target = directory / info.file
+    clean_stale_temporaries(directory)
 
     if target.exists() and not force:
         digest = sha256_file(target)
@@ -113,7 +197,8 @@ def fetch(
     temps: list[Path] = []
 
     def temp(suffix: str) -> Path:
-        fd, tmp = tempfile.mkstemp(prefix=f".{info.file}.", suffix=suffix, dir=directory)
+        prefix = f".{info.file}.part-{_host()}-{os.getpid()}-"
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
         os.close(fd)
         temps.append(Path(tmp))
         return Path(tmp)
@@ -136,8 +221,10 @@ def fetch(
         if expected is not None and digest != expected:
             raise ChecksumError(_mismatch(info, source, expected, digest, what=info.file))
         os.chmod(final, 0o644)
+        _fsync(final)  # the bytes are on disk before the name points at them
         os.replace(final, target)
         temps.remove(final)
+        _fsync_directory(directory)
     finally:
         for t in temps:
             with contextlib.suppress(FileNotFoundError):
