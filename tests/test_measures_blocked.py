@@ -35,7 +35,7 @@ def _same(a: FullPass, b: FullPass) -> None:
     assert (a.max_violation, a.max_value, a.argmax, a.violated, a.checked, a.blocks) == (
         b.max_violation, b.max_value, b.argmax, b.violated, b.checked, b.blocks,
     )  # fmt: skip
-    assert a.sum_violation == b.sum_violation
+    assert a.sum_violation == b.sum_violation and a.sumsq_violation == b.sumsq_violation
     assert np.array_equal(a.top_indices, b.top_indices) and np.array_equal(a.top_values, b.top_values)
     assert np.array_equal(a.above_indices, b.above_indices) and np.array_equal(a.above_values, b.above_values)
 
@@ -51,6 +51,7 @@ def test_matches_a_direct_evaluation_of_all_constraints(prob: Any) -> None:
     assert res.violated == int(np.count_nonzero(f > 1e-3))
     assert res.sum_violation == pytest.approx(np.maximum(f, 0.0).sum(), rel=1e-12)
     assert res.mean_violation == pytest.approx(np.maximum(f, 0.0).mean(), rel=1e-12)
+    assert res.sumsq_violation == pytest.approx(float(np.sum(np.maximum(f, 0.0) ** 2)), rel=1e-12)
     assert res.frac_violated == pytest.approx(np.mean(f > 1e-3))
     order = np.lexsort((np.arange(prob.m), -f))[:25]
     assert np.array_equal(res.top_indices, order) and np.array_equal(res.top_values, f[order])
@@ -71,7 +72,7 @@ def test_agrees_with_the_exact_pairwise_violations(prob: Any) -> None:
 
 def test_a_feasible_point_has_no_violation(prob: Any) -> None:
     res = max_violation_full(prob, np.zeros(prob.dim) - 0.0, tol=0.0)  # f_j(0) = margin = 0: none > 0
-    assert res.max_violation == 0.0 and res.violated == 0 and res.sum_violation == 0.0
+    assert res.max_violation == 0.0 and res.violated == 0 and res.sum_violation == res.sumsq_violation == 0.0
 
 
 @pytest.mark.parametrize("block", [61, 333, 1000, 10**6])

@@ -223,7 +223,8 @@ class FullPass:
     ``max_violation``: ``max_j max(f_j(x), 0)``; ``max_value``: ``max_j f_j(x)`` (negative when
     every constraint holds strictly) and ``argmax`` its (first) index; ``violated``: how many
     ``f_j(x) > tol``; ``sum_violation``: ``sum_j max(f_j, 0)`` (so the mean violation is
-    ``sum_violation / checked``); ``checked``: ``m``; ``blocks``: blocks evaluated; ``seconds`` and
+    ``sum_violation / checked``); ``sumsq_violation``: ``sum_j max(f_j, 0)^2`` (its square root is
+    eps2 of the KKT residuals); ``checked``: ``m``; ``blocks``: blocks evaluated; ``seconds`` and
     ``evaluations_per_second``: wall-clock time of the pass and ``m / seconds``; ``top_indices`` /
     ``top_values``: the ``top`` largest ``f_j`` (largest first, ties by index), empty unless asked;
     ``above_indices`` / ``above_values``: every ``f_j > above`` in index order, empty unless asked.
@@ -234,6 +235,7 @@ class FullPass:
     argmax: int
     violated: int
     sum_violation: float
+    sumsq_violation: float
     checked: int
     blocks: int
     seconds: float
@@ -254,7 +256,7 @@ class FullPass:
 
 #: (max value, its index, count > tol, sum of positive parts, top indices, top values, indices above,
 #: values above) of one block
-_BlockStats = tuple[float, int, int, float, NDArray[np.intp], Array, NDArray[np.intp], Array]
+_BlockStats = tuple[float, int, int, tuple[float, float], NDArray[np.intp], Array, NDArray[np.intp], Array]
 
 _NO_IDS: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 _NO_VALS: Array = np.zeros(0)
@@ -263,7 +265,10 @@ _NO_VALS: Array = np.zeros(0)
 def _block_stats(vals: Array, lo: int, tol: float, top: int, above: float | None) -> _BlockStats:
     pos = int(np.argmax(vals))
     count = int(np.count_nonzero(vals > tol))
-    total = float(np.maximum(vals, 0.0).sum()) if vals[pos] > 0.0 else 0.0
+    total = (0.0, 0.0)
+    if vals[pos] > 0.0:
+        viol = np.maximum(vals, 0.0)
+        total = (float(viol.sum()), float(np.einsum("i,i->", viol, viol)))  # einsum: no BLAS threads
     top_ids, top_vals, above_ids, above_vals = _NO_IDS, _NO_VALS, _NO_IDS, _NO_VALS
     if top:
         k = min(top, vals.shape[0])
@@ -398,9 +403,10 @@ def max_violation_full(
         oracle.seconds += seconds
     best = max(range(len(stats)), key=lambda b: (stats[b][0], -b))  # the first block holding the max
     max_value, argmax = stats[best][0], stats[best][1]
-    total = 0.0
+    total, total_sq = 0.0, 0.0
     for s in stats:  # block order: the same sum serially and on any executor
-        total += s[3]
+        total += s[3][0]
+        total_sq += s[3][1]
     if top:
         ids = np.concatenate([s[4] for s in stats])
         vals = np.concatenate([s[5] for s in stats])
@@ -415,7 +421,7 @@ def max_violation_full(
         above_ids, above_vals = _NO_IDS.copy(), _NO_VALS.copy()
     return FullPass(
         max_violation=max(max_value, 0.0), max_value=max_value, argmax=argmax,
-        violated=sum(s[2] for s in stats), sum_violation=total, checked=m, blocks=len(ranges),
+        violated=sum(s[2] for s in stats), sum_violation=total, sumsq_violation=total_sq, checked=m, blocks=len(ranges),
         seconds=seconds, evaluations_per_second=m / seconds if seconds > 0 else math.inf,
         top_indices=top_ids, top_values=top_vals, above_indices=above_ids, above_values=above_vals,
     )  # fmt: skip
