@@ -9,18 +9,18 @@ packages, so they pickle to other processes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 import math
 from typing import Any
 
 import numpy as np
 import pytest
-from zoframe_basic.problems import LeastSquares
-from zoframe_minimax.problems import NCSC
 
 import zoframe
 from zoframe import CountingOracle
 from zoframe.result import Result
+from zoframe_basic.problems import LeastSquares
+from zoframe_minimax.problems import NCSC
 
 distributed = pytest.importorskip("distributed", reason="the zoframe[distributed] extra is not installed")
 
@@ -51,15 +51,42 @@ def _run(problem: Any, solver: str, kw: dict[str, Any], executor: Executor | Non
     return zoframe.minimize(problem, solver, executor=executor, chunks=chunks, block_rows=5, **kw)
 
 
+class Watched(Executor):
+    """An executor that counts the tasks it is given (to prove the parallel path really ran)."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+        self.tasks = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.tasks += 1
+        return self.inner.submit(fn, *args, **kwargs)
+
+
+@pytest.mark.parametrize(("name", "problem", "solver", "kw"), CASES, ids=[c[0] for c in CASES])
+def test_the_problems_round_differently_on_other_row_blocks(name: str, problem: Any, solver: str, kw: dict[str, Any]) -> None:
+    """The bit-identity tests below have teeth: on these problems another row partition (what an
+    executor-dependent split would give) changes the Result, so only a partition fixed by the batch
+    passes them."""
+    ref = _run(problem, solver, kw)
+    other = zoframe.minimize(problem, solver, block_rows=7, **kw)
+    assert not np.array_equal(ref.x, other.x)
+    np.testing.assert_allclose(ref.x, other.x, rtol=1e-9, atol=1e-12)  # the same run up to rounding
+
+
 @pytest.mark.parametrize(("name", "problem", "solver", "kw"), CASES, ids=[c[0] for c in CASES])
 def test_serial_chunks_and_process_pool_are_bit_identical(name: str, problem: Any, solver: str, kw: dict[str, Any]) -> None:
     serial = _run(problem, solver, kw)
     assert serial.nit == kw["max_iter"] and math.isfinite(serial.fun)
     with ThreadPoolExecutor(2) as ex:
-        assert_bit_identical(serial, _run(problem, solver, kw, ex, chunks=2))
-        assert_bit_identical(serial, _run(problem, solver, kw, ex, chunks=3))
+        for chunks in (2, 3):
+            watched = Watched(ex)
+            assert_bit_identical(serial, _run(problem, solver, kw, watched, chunks=chunks))
+            assert watched.tasks >= kw["max_iter"]
     with ProcessPoolExecutor(2) as ex:
-        assert_bit_identical(serial, _run(problem, solver, kw, ex))
+        watched = Watched(ex)
+        assert_bit_identical(serial, _run(problem, solver, kw, watched))
+        assert watched.tasks >= kw["max_iter"]
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -71,7 +98,9 @@ def test_dask_local_cluster_is_bit_identical() -> None:
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     ) as cluster, distributed.Client(cluster) as client:
         for name, p, s, kw in CASES:
-            assert_bit_identical(serial[name], _run(p, s, kw, client.get_executor(), chunks=3))
+            watched = Watched(client.get_executor())
+            assert_bit_identical(serial[name], _run(p, s, kw, watched, chunks=3))
+            assert watched.tasks >= kw["max_iter"]
 
 
 def _recording(sizes: list[int]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
