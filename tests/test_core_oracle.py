@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,7 +29,8 @@ def test_budget_is_exact_and_checked_before_the_call() -> None:
 
     def f(X: np.ndarray) -> np.ndarray:
         seen.append(X.shape[0])
-        return (X**2).sum(axis=1)
+        out: np.ndarray = (X**2).sum(axis=1)
+        return out
 
     o = CountingOracle(zoframe.FiniteSum(f, x0=np.zeros(2)), max_calls=10)
     o.objective(np.zeros((6, 2)))
@@ -51,7 +53,8 @@ def test_inputs_are_copied_and_read_only_for_the_user_function() -> None:
 
     def f(X: np.ndarray) -> np.ndarray:
         captured.append(X)
-        return X.sum(axis=1)
+        out: np.ndarray = X.sum(axis=1)
+        return out
 
     o = CountingOracle(zoframe.FiniteSum(f, x0=np.zeros(3)))
     X = np.ones((2, 3))
@@ -109,7 +112,8 @@ def test_minimax_broadcasts_a_single_row() -> None:
 
 
 def _square_rows(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return (X[:, :, None] * (idx[None, None, :] + 1.0)).sum(axis=1)
+    out: np.ndarray = (X[:, :, None] * (idx[None, None, :] + 1.0)).sum(axis=1)
+    return out
 
 
 @pytest.mark.parametrize("pool", ["thread", "process"])
@@ -126,7 +130,7 @@ def test_executor_results_identical_to_in_process(pool: str) -> None:
 
 def test_minimize_with_executor_is_bit_identical() -> None:
     prob = zoframe.FiniteSum(_square_rows, n=5, x0=np.ones(3))
-    kw = {"rng": 4, "max_iter": 30, "eta": 0.01, "batch": 2}
+    kw: dict[str, Any] = {"rng": 4, "max_iter": 30, "eta": 0.01, "batch": 2}
     ref = zoframe.minimize(prob, "zo-sgd", **kw)
     with ThreadPoolExecutor(2) as ex:
         par = zoframe.minimize(prob, "zo-sgd", executor=ex, **kw)
@@ -189,7 +193,11 @@ def test_every_result_is_checked_from_the_first_one_point_call(bad: str, error: 
     on the first call (one point), naming the function, the expected shape and what it received;
     the same for monitor calls and inside minimize (no run reports a number built from it)."""
     prob = zoframe.FiniteSum(_one_component(bad), x0=np.ones(2))
-    for call in (lambda o: o.objective(np.ones(2)), lambda o: o.monitor.objective(np.ones(2))):
+    calls: list[Callable[[CountingOracle], object]] = [
+        lambda o: o.objective(np.ones(2)),
+        lambda o: o.monitor.objective(np.ones(2)),
+    ]
+    for call in calls:
         with pytest.raises(error) as info:
             call(CountingOracle(prob))
         msg = str(info.value)
