@@ -18,8 +18,9 @@ iteration at 10^4) measured back to back (the issue's target: <= 1.5). Per m:
   ``<solver>_solver_vs_1e4_<m>``: the same ratio as ``<solver>_vs_1e4_<m>`` for the time outside
   the problem's functions (the user's functions read rows of a larger data set at large m: their
   cache misses are theirs);
-* ``peak_rss_mb_<m>``: the process's peak resident memory (``resource.getrusage``: build, init,
-  steps, outputs), target 2 GB at 10^8; ``init_traced_mb_<m>`` / ``steps_traced_mb_<m>``: the
+* ``<solver>_peak_rss_mb_<m>``: the peak resident memory (``resource.getrusage``) of a fresh process
+  that builds the problem, runs the solver's ``init`` and ``--iters`` steps (no outputs): one run's
+  footprint, target 2 GB at 10^8; ``init_traced_mb_<m>`` / ``steps_traced_mb_<m>``: the
   peak of numpy + Python allocations (tracemalloc) of ``solver.init`` (the closed-form ``p*(w_1)``
   over all m constraints) and of 100 steps after it, for ``adszog``;
 * ``full_pass_evals_per_s_<m>`` / ``full_pass_2threads_evals_per_s_<m>``: a full feasibility pass
@@ -148,10 +149,25 @@ def one(m_target: int, iters: int, repeats: int) -> dict[str, Any]:
             pooled = [max_violation_full(prob, w, executor=ex).evaluations_per_second for _ in range(3)]
         out[f"full_pass_evals_per_s_{k}"] = round(statistics.median(serial), -4)
         out[f"full_pass_2threads_evals_per_s_{k}"] = round(statistics.median(pooled), -4)
-        out[f"peak_rss_mb_{k}"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         init_mb, steps_mb = traced(prob, 100)
         out[f"init_traced_mb_{k}"] = round(init_mb, 1)
         out[f"steps_traced_mb_{k}"] = round(steps_mb, 2)
+    return out
+
+
+def footprint(m_target: int, solver: str, iters: int) -> dict[str, Any]:
+    """Peak RSS (MB) of one run: build, init, ``iters`` steps (run in a fresh process)."""
+    prob = problem_with(m_target)
+    with threadpool_limits(limits=1, user_api="blas"):
+        per_iteration(prob, solver, iters, 0)
+    return {f"{solver}_peak_rss_mb_{key(m_target)}": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def child(args: list[str]) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
 
 
@@ -161,27 +177,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ms", type=str, default="1e3,1e4,1e5,1e6,1e7,1e8")
     ap.add_argument("--one", type=float, default=None, help=argparse.SUPPRESS)  # a child process: one m
+    ap.add_argument("--footprint", default=None, help=argparse.SUPPRESS)  # a child process: one run's memory
     args = ap.parse_args(argv)
     if args.one is not None:
-        res = one(int(args.one), args.iters, args.repeats)
+        res = footprint(int(args.one), args.footprint, args.iters) if args.footprint else one(int(args.one), args.iters, args.repeats)
         print(json.dumps(res))
         return res
     out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats, "d": 50, "numpy": np.__version__}
     for m_target in (int(float(s)) for s in args.ms.split(",")):
-        cmd = [sys.executable, __file__, "--one", str(m_target), "--iters", str(args.iters), "--repeats", str(args.repeats)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            out[f"error_{key(m_target)}"] = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
-            print(f"m={m_target}: failed: {out[f'error_{key(m_target)}']}", flush=True)
+        common = ["--one", str(m_target), "--iters", str(args.iters), "--repeats", str(args.repeats)]
+        try:
+            res = child(common)
+            for name in ("dszog", "adszog"):
+                res.update(child([*common, "--footprint", name]))
+        except RuntimeError as exc:
+            out[f"error_{key(m_target)}"] = str(exc)
+            print(f"m={m_target}: failed: {exc}", flush=True)
             continue
-        res = json.loads(proc.stdout.strip().splitlines()[-1])
         out.update(res)
         k = key(m_target)
         print(
             f"m={res[f'm_{k}']}: dszog {res[f'dszog_us_per_it_{k}']} us/it (x{res[f'dszog_vs_1e4_{k}']} of 1e4, "
             f"outside the user's functions x{res[f'dszog_solver_vs_1e4_{k}']}), adszog {res[f'adszog_us_per_it_{k}']} "
-            f"us/it (x{res[f'adszog_vs_1e4_{k}']}, x{res[f'adszog_solver_vs_1e4_{k}']}), peak RSS "
-            f"{res[f'peak_rss_mb_{k}']} MB (init {res[f'init_traced_mb_{k}']} MB, 100 steps "
+            f"us/it (x{res[f'adszog_vs_1e4_{k}']}, x{res[f'adszog_solver_vs_1e4_{k}']}), peak RSS of one run "
+            f"{res[f'dszog_peak_rss_mb_{k}']} / {res[f'adszog_peak_rss_mb_{k}']} MB (init {res[f'init_traced_mb_{k}']} MB, 100 steps "
             f"{res[f'steps_traced_mb_{k}']} MB traced), full pass {res[f'full_pass_evals_per_s_{k}']:.3g}/s "
             f"(2 threads {res[f'full_pass_2threads_evals_per_s_{k}']:.3g}/s)",
             flush=True,
