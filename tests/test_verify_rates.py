@@ -207,3 +207,17 @@ def test_measures_of_every_kind_decrease_along_real_runs(
         assert run.values.shape == (150,) and np.all(np.isfinite(run.values))
         assert run.values[-10:].min() < 0.5 * run.values[0], (rep.config.measure, run.values[[0, -1]])
     assert rep.fits["iterations"].slope < 0
+
+
+def test_bootstrap_interval_resamples_whole_seeds() -> None:
+    """The interval is the percentile interval of the slopes of medians of resampled seeds (whole curves)."""
+    rng = np.random.default_rng(3)
+    x = np.geomspace(1, 1e3, 40)
+    Y = np.exp(rng.normal(0.0, 0.4, size=(5, 1))) * x**-0.5 * np.exp(rng.normal(0.0, 0.2, size=(5, 40)))
+    fit = fit_loglog(x, Y, decades=3.0, n_boot=400, level=0.8, rng=11)
+    lx, LY = np.log(x), np.log(Y)
+    picks = np.random.default_rng(11).integers(0, 5, size=(400, 5))
+    slopes = [np.polyfit(lx, np.median(LY[p], axis=0), 1)[0] for p in picks]
+    lo, hi = np.quantile(slopes, [0.1, 0.9])
+    assert fit.lo == pytest.approx(lo, rel=1e-9) and fit.hi == pytest.approx(hi, rel=1e-9)
+    assert fit.lo - 1e-12 <= fit.slope <= fit.hi + 1e-12 and fit.lo < fit.hi
