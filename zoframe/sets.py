@@ -33,6 +33,16 @@ def project_simplex(v: Array, radius: float = 1.0) -> Array:
     """Euclidean projection of each row of ``v`` onto ``{p >= 0, sum p = radius}``.
 
     Sort-based, O(d log d) per row (Held et al. 1974; Duchi et al. 2008, Fig. 1).
+
+    Hand-written because neither numpy nor scipy has a simplex projection. It is kept beside the
+    constrained plugin's (``zoframe_constrained.simplex.project_simplex_dense``, Michelot's
+    algorithm, one vector at a time) because each wins where it is used; measured side by side
+    (median of repeats, numpy 2.4): on one vector of 10 or 1 000 entries both take 10-18 us; on
+    1e5 / 1e6 entries Michelot is 49x / 35x faster (0.22 ms against 10.8 ms, 2.1 ms against 74 ms),
+    which is the plugin's case (the distribution over all m constraints); on a batch of 256 rows of
+    50 entries (the estimators' perturbed points of a minimax ``y``) this batched sort takes
+    0.50 ms against 12 ms for Michelot row by row. Both give the same projection (max difference 0.0
+    on these inputs).
     """
     arr = np.asarray(v, dtype=np.float64)
     single = arr.ndim == 1
