@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 import importlib
 from pathlib import Path
 import sys
@@ -29,7 +30,7 @@ def fake_distribution(root: Path, dist: str, entry_points: dict[str, str]) -> No
 
 
 @pytest.fixture()
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
     yield tmp_path
@@ -76,7 +77,7 @@ def test_blocked_plugin_is_not_loaded(site: Path, monkeypatch: pytest.MonkeyPatc
     assert "gaussian" in reg.estimators()
 
 
-def test_duplicate_names_raise_naming_both_providers(site: Path) -> None:
+def test_duplicate_names_are_qualified_and_the_bare_name_raises_naming_both_providers(site: Path) -> None:
     (site / "dupplug.py").write_text(
         textwrap.dedent(
             """
@@ -91,8 +92,9 @@ def test_duplicate_names_raise_naming_both_providers(site: Path) -> None:
     )
     fake_distribution(site, "dup-dist", {"dup": "dupplug"})
     reg = Registry()
+    assert {"basic:zo-sgd", "dup:zo-sgd"} <= set(reg.solvers())
     with pytest.raises(DuplicatePluginError, match=r"'zo-sgd'.*basic \(zoframe.*dup \(dup-dist: dupplug\)"):
-        reg.solvers()
+        reg.solver("zo-sgd")
 
 
 def test_autoload_can_be_disabled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,24 +1,44 @@
 """Checkpoints: a solver state as ``PATH.npz`` (arrays) + ``PATH.json`` (everything else).
 
-No pickle: arrays go to the ``.npz`` (loaded with ``allow_pickle=False``), scalars, the random
-generator's state, counters and the trace go to JSON, and the state class is recorded by its
-import path and re-imported on resume (it must be a dataclass).
+No pickle, and no code chosen by the file: arrays go to the ``.npz`` (loaded with
+``allow_pickle=False``), scalars, the random generator's state, counters and the trace go to JSON.
+The state class is recorded by its ``module:qualname`` but never imported from that name: on load it
+is looked up only among the classes of the modules of registered solvers (the registry imports a
+solver's module through its plugin, never through the file), of the ``solver`` the caller resumes, or
+in an explicit ``state_classes`` allow-list. A checkpoint naming anything else is refused.
+
+One save is one unit. Both files are written to temporaries (``PATH.npz.new``, ``PATH.json.new``)
+and flushed to disk; the JSON records the SHA-256 of the ``.npz`` it belongs to; then the ``.npz`` and
+the ``.json`` are renamed into place. The JSON is the commit record: a crash before the first rename
+leaves the old pair, a crash between the two renames leaves the new ``.npz`` with the new JSON still
+in ``PATH.json.new``: :func:`load` then reads the new pair (the pending JSON's hash matches the
+``.npz``) and the next :func:`save` completes the commit (roll forward) before writing. :func:`load`
+verifies the hash, so it never returns a mix of two saves. Stale temporaries (of this and of earlier
+versions) are removed by the next save.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 import dataclasses
-import importlib
+import hashlib
+import io
 import json
 import os
 from pathlib import Path
+import sys
 from typing import Any
 
 import numpy as np
 
 from zoframe.errors import CheckpointError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: formats :func:`load` reads (1: no content hash, written by zoframe before atomic pairs)
+READABLE_FORMATS = (1, 2)
+_PENDING = ".new"
+#: temporaries of earlier versions (``PATH.npz.tmp.npz``, ``PATH.json.tmp``)
+_LEGACY_TMP = (".tmp.npz", ".tmp")
 
 
 def _paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
@@ -26,6 +46,54 @@ def _paths(path: str | os.PathLike[str]) -> tuple[Path, Path]:
     for suffix in (".json", ".npz"):
         base = base.removesuffix(suffix)
     return Path(base + ".npz"), Path(base + ".json")
+
+
+def _pending(p: Path) -> Path:
+    return p.with_name(p.name + _PENDING)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _read_doc(js: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(js.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _recover(npz: Path, js: Path) -> None:
+    """Before a save: complete a save interrupted between its two renames, remove stale temporaries."""
+    pending_js, pending_npz = _pending(js), _pending(npz)
+    try:
+        if pending_js.exists() and npz.exists():
+            doc = _read_doc(pending_js)
+            if doc is not None and doc.get("npz_sha256") == _sha256(npz):
+                os.replace(pending_js, js)  # roll forward: the new .npz is in place, commit its JSON
+                _fsync_dir(js.parent)
+        for stale in (pending_js, pending_npz, *(p.with_name(p.name + t) for p in (npz, js) for t in _LEGACY_TMP)):
+            stale.unlink(missing_ok=True)
+    except OSError as exc:
+        raise CheckpointError(f"cannot tidy the checkpoint files at {npz.with_suffix('')}: {exc}") from exc
 
 
 def _encode_state(state: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -60,64 +128,165 @@ def save(
     meta: dict[str, Any],
     extra_arrays: dict[str, np.ndarray] | None = None,
 ) -> None:
-    """Write a checkpoint atomically (temporary files, then rename)."""
+    """Write a checkpoint pair atomically as one unit (see the module docstring)."""
     npz, js = _paths(path)
     npz.parent.mkdir(parents=True, exist_ok=True)
+    _recover(npz, js)
     arrays, scalars = _encode_state(state)
     arrays.update(extra_arrays or {})
     cls = type(state)
+    tmp_npz, tmp_js = _pending(npz), _pending(js)
+    with open(tmp_npz, "wb") as fh:
+        np.savez(fh, **arrays)  # type: ignore[arg-type]
+        fh.flush()
+        os.fsync(fh.fileno())
     doc = {
         "format": FORMAT_VERSION,
+        "npz_sha256": _sha256(tmp_npz),
         "state_class": f"{cls.__module__}:{cls.__qualname__}",
         "state_scalars": scalars,
         "rng": {"bit_generator": type(rng.bit_generator).__name__, "state": rng.bit_generator.state},
         **meta,
     }
-    tmp_npz = npz.with_name(npz.name + ".tmp.npz")
-    tmp_js = js.with_name(js.name + ".tmp")
-    with open(tmp_npz, "wb") as fh:
-        np.savez(fh, **arrays)  # type: ignore[arg-type]
-    tmp_js.write_text(json.dumps(doc), encoding="utf-8")
-    os.replace(tmp_npz, npz)
+    with open(tmp_js, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(doc))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp_npz, npz)  # from here on the pending JSON is the commit record
     os.replace(tmp_js, js)
+    _fsync_dir(js.parent)
 
 
-def load(path: str | os.PathLike[str]) -> tuple[Any, np.random.Generator, dict[str, Any], dict[str, np.ndarray]]:
-    """Read a checkpoint: ``(state, rng, meta, other_arrays)``."""
-    npz, js = _paths(path)
-    if not npz.exists() or not js.exists():
-        raise CheckpointError(f"no checkpoint at {path!s}: expected {npz} and {js}")
-    doc = json.loads(js.read_text(encoding="utf-8"))
-    if doc.get("format") != FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {js} has format {doc.get('format')}, expected {FORMAT_VERSION}")
-    with np.load(npz, allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
-    mod_name, _, qual = str(doc["state_class"]).partition(":")
-    try:
-        obj: Any = importlib.import_module(mod_name)
+def _allowed_modules(solver: object | None, registry: Any) -> dict[str, Any]:
+    """``module name -> how to get the module`` for every module a state class may come from."""
+    out: dict[str, Any] = {}
+    if solver is not None:
+        for klass in type(solver).__mro__:
+            if klass is not object:
+                out.setdefault(klass.__module__, klass)
+    from zoframe.registry import collected_registries, default_registry
+    from zoframe.specs import reference
+
+    registries = [registry] if registry is not None else [default_registry(), *collected_registries()]
+    for reg in registries:
+        for provided in reg.solvers().values():
+            spec = provided.spec
+            module = reference(spec, "cls").partition(":")[0]
+            out.setdefault(module, spec)
+    return out
+
+
+def _module_of(source: Any, name: str) -> Any:
+    if isinstance(source, type):
+        return sys.modules.get(name)
+    source.cls  # noqa: B018 - imports the registered solver's module through its plugin (and checks it)
+    return sys.modules.get(name)
+
+
+def resolve_state_class(
+    ref: object,
+    *,
+    state_classes: Iterable[type[Any]] | None = None,
+    solver: object | None = None,
+    registry: Any = None,
+    where: str = "the checkpoint",
+) -> type[Any]:
+    """The dataclass a checkpoint's ``state_class`` names, found only among allowed classes.
+
+    ``state_classes``: the allowed classes (nothing else is considered). Otherwise the classes of the
+    modules of ``solver``'s class hierarchy and of every registered solver (``registry``, or the
+    default registry and every registry that has listed its solvers) are allowed. No module named by
+    ``ref`` is ever imported.
+    """
+    if not isinstance(ref, str) or ref.count(":") != 1:
+        raise CheckpointError(f"{where} names its state class as {ref!r}, not 'module:QualName'")
+    mod_name, _, qual = ref.partition(":")
+    if state_classes is not None:
+        allowed = {f"{c.__module__}:{c.__qualname__}": c for c in state_classes}
+        if ref not in allowed:
+            raise CheckpointError(
+                f"{where} holds a state of class {ref}, which is not among the allowed state classes "
+                f"({', '.join(sorted(allowed)) or 'none'})"
+            )
+        obj: Any = allowed[ref]
+    else:
+        modules = _allowed_modules(solver, registry)
+        if mod_name not in modules:
+            raise CheckpointError(
+                f"{where} names the state class {ref}, whose module is not the module of a registered solver "
+                f"({', '.join(sorted(modules)) or 'none registered'}); a checkpoint never chooses code to "
+                "import. Install the plugin of the solver that wrote it, or pass state_classes=[...] "
+                "(or the solver) when loading a state of an unregistered solver."
+            )
+        module = _module_of(modules[mod_name], mod_name)
+        obj = module
         for part in qual.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise CheckpointError(f"cannot import the state class {doc['state_class']} of checkpoint {js}") from exc
+            obj = getattr(obj, part, None) if part.isidentifier() and not part.startswith("__") else None
+            if obj is None:
+                break
+        if obj is None or getattr(obj, "__module__", None) != mod_name or getattr(obj, "__qualname__", None) != qual:
+            raise CheckpointError(f"{where} names the state class {ref}, which module {mod_name} does not define")
     if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
-        raise CheckpointError(f"{doc['state_class']} is not a dataclass")
+        raise CheckpointError(f"{where} names {ref} as its state class, which is not a dataclass")
+    return obj
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    state_classes: Iterable[type[Any]] | None = None,
+    solver: object | None = None,
+    registry: Any = None,
+) -> tuple[Any, np.random.Generator, dict[str, Any], dict[str, np.ndarray]]:
+    """Read a checkpoint: ``(state, rng, meta, other_arrays)``.
+
+    The state class is resolved by :func:`resolve_state_class` (``state_classes``, ``solver`` and
+    ``registry`` are passed on). After a save interrupted between its two renames, the new pair is
+    read (the pending JSON matches the new ``.npz``); a pair whose ``.npz`` does not match the hash
+    its JSON records is refused. Loading writes nothing (a run may be saving the same checkpoint).
+    """
+    npz, js = _paths(path)
+    if not npz.exists() or not (js.exists() or _pending(js).exists()):
+        raise CheckpointError(f"no checkpoint at {path!s}: expected {npz} and {js}")
+    blob = npz.read_bytes()  # hashed and parsed from the same bytes, even if a save replaces the file now
+    digest = hashlib.sha256(blob).hexdigest()
+    doc = _read_doc(js) if js.exists() else None
+    if doc is None or (doc.get("format", 1) >= 2 and doc.get("npz_sha256") != digest):
+        pending = _read_doc(_pending(js))  # a save stopped between its renames: its JSON is pending
+        if pending is not None and pending.get("npz_sha256") == digest:
+            doc = pending
+    if doc is None:
+        raise CheckpointError(f"checkpoint {js} is missing or not a JSON object; the file is damaged")
+    if doc.get("format") not in READABLE_FORMATS:
+        raise CheckpointError(f"checkpoint {js} has format {doc.get('format')}, expected one of {READABLE_FORMATS}")
+    if doc.get("format", 1) >= 2 and doc.get("npz_sha256") != digest:
+        raise CheckpointError(
+            f"checkpoint {npz} does not match {js} (its SHA-256 differs from the one the JSON records): the pair "
+            "comes from two different saves; restart the run or restore both files from one save"
+        )
+    cls = resolve_state_class(
+        doc.get("state_class"), state_classes=state_classes, solver=solver, registry=registry, where=f"checkpoint {js}"
+    )
+    with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
     kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
+    scalars = doc.get("state_scalars", {})
+    for f in dataclasses.fields(cls):
         key = f"state.{f.name}"
         if key in arrays:
             kwargs[f.name] = arrays.pop(key)
-        elif f.name in doc["state_scalars"]:
-            v = doc["state_scalars"][f.name]
+        elif f.name in scalars:
+            v = scalars[f.name]
             if isinstance(v, dict) and "__tuple_of_arrays__" in v:
                 kwargs[f.name] = tuple(arrays.pop(f"{key}.{i}") for i in range(int(v["__tuple_of_arrays__"])))
             elif isinstance(v, dict) and "__numpy_scalar__" in v:
                 kwargs[f.name] = v["__numpy_scalar__"]
             else:
                 kwargs[f.name] = v
-    state = obj(**kwargs)
+    state = cls(**kwargs)
     bg_name = doc["rng"]["bit_generator"]
-    bg_cls = getattr(np.random, bg_name, None)
-    if bg_cls is None:
+    bg_cls = getattr(np.random, str(bg_name), None)
+    if not (isinstance(bg_cls, type) and issubclass(bg_cls, np.random.BitGenerator)):
         raise CheckpointError(f"unknown bit generator {bg_name!r} in checkpoint {js}")
     bg = bg_cls()
     bg.state = doc["rng"]["state"]

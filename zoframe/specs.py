@@ -4,6 +4,17 @@ A plugin never hands the framework a bare class: it hands a spec that says what 
 called, what it does in one line, which paper it comes from and (for solvers) which problem kinds it
 accepts. Hyper-parameters are read from the component's dataclass fields; declare them with
 :func:`param` so that ``zoframe info`` can show the paper's symbol next to each one.
+
+Lazy references. Every field that holds code (``SolverSpec.cls``, ``EstimatorSpec.cls``,
+``ProblemSpec.factory``, ``ReproductionSpec.add_arguments``/``run``, ``CommandSpec.add_arguments``/
+``run``, ``SuiteSpec.instances``) accepts either the object itself or a ``"module:attr"`` string.
+A string is imported on first access of the field (``spec.cls`` returns the class), so a plugin
+whose hook module names its classes by string costs nothing until one of its components is used:
+``zoframe list`` and ``zoframe --help`` import no solver or problem module. The loaded object is
+checked then (a solver class with ``init``/``step`` and the spec's ``problem_kinds``, an estimator
+class with ``estimate``/``rows``, callables elsewhere); a failure raises
+:class:`~zoframe.errors.PluginError` naming the component, the reference and the plugin.
+:func:`reference` gives the ``"module:attr"`` of a field without importing anything.
 """
 
 from __future__ import annotations
@@ -12,7 +23,11 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+import importlib
+import re
+from typing import Any, Generic, TypeVar, overload
+
+from zoframe.errors import PluginError
 
 T = TypeVar("T")
 
@@ -71,15 +86,199 @@ def describe_params(cls: type[Any]) -> tuple[ParamInfo, ...]:
     return tuple(out)
 
 
+
+#: ``"package.module:attr"`` (``attr`` may be dotted: ``"pkg.mod:Outer.Inner"``)
+_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def is_reference(value: object) -> bool:
+    """True for a well-formed ``"module:attr"`` string."""
+    return isinstance(value, str) and _REF.match(value) is not None
+
+
+class Lazy(Generic[T]):
+    """A spec field holding either its value or a ``"module:attr"`` reference imported on first access.
+
+    The resolved value is cached on the spec. Class access (``SolverSpec.cls``) raises
+    ``AttributeError`` so that dataclasses treat the field as required.
+    """
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+        self.slot = f"_lazy_{name}"
+
+    @overload
+    def __get__(self, obj: None, objtype: type[Any] | None = None) -> Lazy[T]: ...
+
+    @overload
+    def __get__(self, obj: object, objtype: type[Any] | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, objtype: type[Any] | None = None) -> Lazy[T] | T:
+        if obj is None:
+            raise AttributeError(self.name)
+        store = obj.__dict__
+        value = store[self.slot]
+        if isinstance(value, str):
+            value = _resolve(obj, self.name, value)
+            store[self.slot] = value
+        return value  # type: ignore[no-any-return]
+
+    def __set__(self, obj: object, value: T | str) -> None:
+        if isinstance(value, str) and not is_reference(value):
+            raise ValueError(
+                f"{type(obj).__name__}.{self.name} must be an object or a 'module:attr' reference, got {value!r}"
+            )
+        obj.__dict__[self.slot] = value
+
+
+def _label(spec: object) -> str:
+    provider = spec.__dict__.get("_provider")
+    name = spec.__dict__.get("name", "?")
+    kind = type(spec).__name__.removesuffix("Spec").lower()
+    return f"{kind} {name!r}" + (f" of plugin {provider}" if provider else "")
+
+
+def _resolve(spec: object, field_name: str, ref: str) -> Any:
+    """Import ``ref`` for ``spec.field_name`` and check what it names."""
+    module_name, _, attr = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception as exc:  # any failure of third-party code: report it as the plugin's fault
+        raise PluginError(
+            f"{_label(spec)}: cannot load {field_name}={ref!r}: {type(exc).__name__}: {exc}; "
+            "fix or uninstall the plugin, or block it with ZOFRAME_BLOCK_PLUGINS"
+        ) from exc
+    problem = component_problem(spec, field_name, obj)
+    if problem is not None:
+        raise PluginError(f"{_label(spec)}: {field_name}={ref!r} {problem}")
+    return obj
+
+
+def reference(spec: object, field_name: str) -> str:
+    """The ``"module:attr"`` of a code field, without importing anything."""
+    value = spec.__dict__.get(f"_lazy_{field_name}")
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise AttributeError(f"{type(spec).__name__} has no code field {field_name!r}")
+    return f"{getattr(value, '__module__', '?')}:{getattr(value, '__qualname__', '?')}"
+
+
+def is_loaded(spec: object, field_name: str) -> bool:
+    """True once a code field holds its object (given directly or imported on first access)."""
+    return not isinstance(spec.__dict__.get(f"_lazy_{field_name}"), str)
+
+
+def code_fields(spec: object) -> tuple[str, ...]:
+    """The names of the spec's code fields (those that accept ``"module:attr"``)."""
+    return tuple(
+        f.name for f in dataclasses.fields(spec)  # type: ignore[arg-type]
+        if isinstance(type(spec).__dict__.get(f.name), Lazy)
+    )
+
+
+def raw(spec: object, field_name: str) -> Any:
+    """A code field as stored: the object, or the reference string if it is not loaded yet."""
+    return spec.__dict__[f"_lazy_{field_name}"]
+
+
+#: names of components: no spaces, no ':' (reserved for ``plugin:name``)
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+def _text_problem(label: str, value: object, *, empty_ok: bool = False) -> str | None:
+    if not isinstance(value, str):
+        return f"{label} must be a string, got {type(value).__name__}"
+    if not empty_ok and not value.strip():
+        return f"{label} must not be empty"
+    return None
+
+
+def spec_problems(spec: object) -> list[str]:
+    """What is wrong with a spec's plain fields (nothing is imported); empty when it is fine.
+
+    Code fields given as objects are checked too (:func:`component_problem`); code fields given as
+    ``"module:attr"`` are checked when they are loaded.
+    """
+    out: list[str] = []
+    name = spec.__dict__.get("name")
+    if not isinstance(name, str) or _NAME.match(name) is None:
+        out.append(
+            f"name {name!r} is not a valid component name (letters, digits and '_', '.', '+', '-'; "
+            "no spaces, no ':')"
+        )
+    for text in ("summary", "reference", "help"):
+        if text in spec.__dict__:
+            p = _text_problem(text, spec.__dict__[text], empty_ok=(text == "reference"))
+            if p:
+                out.append(p)
+    if isinstance(spec, SolverSpec):
+        kinds = spec.problem_kinds
+        if not isinstance(kinds, (frozenset, set)) or not kinds or not all(isinstance(k, str) for k in kinds):
+            out.append(f"problem_kinds must be a non-empty frozenset of {PROBLEM_KINDS}, got {kinds!r}")
+        if not isinstance(spec.zeroth_order, bool):
+            out.append(f"zeroth_order must be True or False, got {spec.zeroth_order!r}")
+        if not isinstance(spec.contract_params, Mapping) or not all(isinstance(k, str) for k in spec.contract_params):
+            out.append("contract_params must be a mapping of parameter names to values")
+    if isinstance(spec, ProblemSpec):
+        if spec.kind not in PROBLEM_KINDS:
+            out.append(f"kind {spec.kind!r} is not one of {PROBLEM_KINDS}")
+    if isinstance(spec, (ProblemSpec, SuiteSpec)):
+        params = spec.parameters
+        if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+            out.append("parameters must be a mapping of argument names to descriptions")
+    for fname in code_fields(spec):
+        value = raw(spec, fname)
+        if isinstance(value, str):
+            continue  # a well-formed reference (checked by the setter); the object is checked on load
+        problem = component_problem(spec, fname, value)
+        if problem is not None:
+            out.append(f"{fname}={value!r} {problem}")
+    return out
+
+
+def component_problem(spec: object, field_name: str, value: object) -> str | None:
+    """What is wrong with the object a code field holds (``None`` when it is fine)."""
+    if isinstance(spec, (SolverSpec, EstimatorSpec)) and field_name == "cls":
+        if not isinstance(value, type):
+            return f"is not a class but {type(value).__name__}"
+        needed = ("init", "step") if isinstance(spec, SolverSpec) else ("estimate", "rows")
+        missing = [m for m in needed if not callable(getattr(value, m, None))]
+        if missing:
+            what = "solver" if isinstance(spec, SolverSpec) else "estimator"
+            return f"is not a {what} class: it has no {' and no '.join(m + '()' for m in missing)} method"
+        if isinstance(spec, SolverSpec):
+            declared = getattr(value, "problem_kinds", None)
+            if not isinstance(declared, (frozenset, set)):
+                return (
+                    f"declares no problem_kinds (class attribute, a frozenset of {PROBLEM_KINDS}); "
+                    "the driver reads it to accept problems"
+                )
+            if frozenset(declared) != frozenset(spec.problem_kinds):
+                return (
+                    f"has problem_kinds {sorted(declared)} but the spec declares {sorted(spec.problem_kinds)}; "
+                    "the class's attribute decides what the solver accepts, so make the two agree"
+                )
+        return None
+    if not callable(value):
+        return f"is not callable but {type(value).__name__}"
+    return None
+
+
 @dataclass(frozen=True)
 class SolverSpec:
-    """A solver plugin: ``cls(**params)`` builds a solver (see :class:`zoframe.protocols.Solver`)."""
+    """A solver plugin: ``cls(**params)`` builds a solver (see :class:`zoframe.protocols.Solver`).
+
+    ``cls`` is the class or its ``"module:attr"`` reference (imported on first access).
+    """
 
     name: str
-    cls: type[Any]
-    summary: str
-    reference: str
-    problem_kinds: frozenset[str]
+    cls: Lazy[type[Any]] = Lazy()
+    summary: str  # type: ignore[misc]  # cls/factory are required (see Lazy)
+    reference: str  # type: ignore[misc]  # cls/factory are required (see Lazy)
+    problem_kinds: frozenset[str]  # type: ignore[misc]  # cls/factory are required (see Lazy)
     zeroth_order: bool = True
     #: hyper-parameters the contract kit (``zoframe.testing``) uses on its small smoke problems
     contract_params: Mapping[str, Any] = field(default_factory=dict)
@@ -95,23 +294,29 @@ class SolverSpec:
 
 @dataclass(frozen=True)
 class EstimatorSpec:
-    """An estimator plugin: ``cls(**params)`` builds a :class:`zoframe.protocols.Estimator`."""
+    """An estimator plugin: ``cls(**params)`` builds a :class:`zoframe.protocols.Estimator`.
+
+    ``cls`` is the class or its ``"module:attr"`` reference (imported on first access).
+    """
 
     name: str
-    cls: type[Any]
-    summary: str
-    reference: str
+    cls: Lazy[type[Any]] = Lazy()
+    summary: str  # type: ignore[misc]  # cls/factory are required (see Lazy)
+    reference: str  # type: ignore[misc]  # cls/factory are required (see Lazy)
 
 
 @dataclass(frozen=True)
 class ProblemSpec:
-    """A problem plugin: ``factory(**kwargs)`` builds a problem of the given kind."""
+    """A problem plugin: ``factory(**kwargs)`` builds a problem of the given kind.
+
+    ``factory`` is the callable or its ``"module:attr"`` reference (imported on first access).
+    """
 
     name: str
-    factory: Callable[..., Any]
-    summary: str
-    reference: str
-    kind: str
+    factory: Lazy[Callable[..., Any]] = Lazy()
+    summary: str  # type: ignore[misc]  # cls/factory are required (see Lazy)
+    reference: str  # type: ignore[misc]  # cls/factory are required (see Lazy)
+    kind: str  # type: ignore[misc]  # cls/factory are required (see Lazy)
     parameters: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -126,8 +331,8 @@ class ReproductionSpec:
     name: str
     summary: str
     reference: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    add_arguments: Lazy[Callable[[argparse.ArgumentParser], None]] = Lazy()
+    run: Lazy[Callable[[argparse.Namespace], int]] = Lazy()
 
 
 @dataclass(frozen=True)
@@ -136,8 +341,8 @@ class CommandSpec:
 
     name: str
     help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    add_arguments: Lazy[Callable[[argparse.ArgumentParser], None]] = Lazy()
+    run: Lazy[Callable[[argparse.Namespace], int]] = Lazy()
 
 
 @dataclass(frozen=True)
@@ -173,5 +378,5 @@ class SuiteSpec:
     name: str
     summary: str
     reference: str
-    instances: Callable[..., Sequence[SuiteInstance]]
+    instances: Lazy[Callable[..., Sequence[SuiteInstance]]] = Lazy()
     parameters: Mapping[str, str] = field(default_factory=dict)

@@ -1,4 +1,8 @@
-"""Hook implementations of the ``basic`` plugin."""
+"""Hook implementations of the ``basic`` plugin.
+
+Classes are named by ``"module:attr"`` references, imported when a component is first used, so
+loading this module (``zoframe list``, ``zoframe --help``) imports no solver or problem module.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ from collections.abc import Sequence
 
 from zoframe import hookimpl
 from zoframe.specs import ProblemSpec, SolverSpec
-from zoframe_basic.problems import LeastSquares, Quadratic
-from zoframe_basic.solvers import ZOSGD, ZOSignSGD
 
 
 @hookimpl
@@ -15,14 +17,14 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
     return [
         SolverSpec(
             name="zo-sgd",
-            cls=ZOSGD,
+            cls="zoframe_basic.solvers:ZOSGD",
             summary="zeroth-order (projected) stochastic gradient descent",
             reference="Ghadimi & Lan, Stochastic first- and zeroth-order methods for nonconvex stochastic programming, SIAM J. Optim. 2013",
             problem_kinds=frozenset({"finite_sum"}),
         ),
         SolverSpec(
             name="zo-signsgd",
-            cls=ZOSignSGD,
+            cls="zoframe_basic.solvers:ZOSignSGD",
             summary="zeroth-order sign SGD with sphere-smoothing estimates",
             reference="Liu, Chen, Chen & Hong, signSGD via zeroth-order oracle, ICLR 2019",
             problem_kinds=frozenset({"finite_sum"}),
@@ -35,7 +37,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
     return [
         ProblemSpec(
             name="least-squares",
-            factory=LeastSquares,
+            factory="zoframe_basic.problems:LeastSquares",
             summary="finite-sum least squares with Gaussian data and a planted solution",
             reference="(test problem)",
             kind="finite_sum",
@@ -43,7 +45,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
         ),
         ProblemSpec(
             name="quadratic",
-            factory=Quadratic,
+            factory="zoframe_basic.problems:Quadratic",
             summary="ill-conditioned diagonal quadratic with known minimiser",
             reference="(test problem)",
             kind="finite_sum",

@@ -1,4 +1,7 @@
-"""Hook implementations of the constrained baselines and the DSZOG reproduction."""
+"""Hook implementations of the constrained baselines and the DSZOG reproduction.
+
+Classes are named by ``"module:attr"`` references, imported when a component is first used.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ from collections.abc import Sequence
 
 from zoframe import hookimpl
 from zoframe.specs import ReproductionSpec, SolverSpec
-from zoframe_constrained.baselines import ZOPSGD, ZOSCGD, AccSZOFW, AccZOMDA
 
 _KINDS = frozenset({"constrained"})
 _ICML = "; baseline of Shi, Gao & Gu, ICML 2022"
@@ -20,7 +22,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
     return [
         SolverSpec(
             name="zopsgd",
-            cls=ZOPSGD,
+            cls="zoframe_constrained.baselines:ZOPSGD",
             summary="ZO projected SGD: ZO gradient of f0, Euclidean projection onto all constraints (cvxpy QP)",
             reference="Liu et al., Zeroth-order stochastic projected gradient descent for nonconvex optimization, GlobalSIP 2018" + _ICML,
             problem_kinds=_KINDS,
@@ -28,7 +30,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
         ),
         SolverSpec(
             name="zoscgd",
-            cls=ZOSCGD,
+            cls="zoframe_constrained.baselines:ZOSCGD",
             summary="ZO stochastic conditional gradient: linear minimisation over constraints and a ball (cvxpy LP)",
             reference="Balasubramanian & Ghadimi, Zeroth-order (non)-convex stochastic optimization via conditional gradient and gradient updates, NeurIPS 2018" + _ICML,
             problem_kinds=_KINDS,
@@ -36,7 +38,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
         ),
         SolverSpec(
             name="acc-zomda",
-            cls=AccZOMDA,
+            cls="zoframe_constrained.baselines:AccZOMDA",
             summary="STORM-momentum ZO estimator (same directions at two points) with a projected step (cvxpy QP)",
             reference="Huang, Gao, Pei & Huang, Accelerated zeroth-order momentum methods from mini to minimax optimization, 2020" + _ICML,
             problem_kinds=_KINDS,
@@ -44,7 +46,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
         ),
         SolverSpec(
             name="acc-szofw",
-            cls=AccSZOFW,
+            cls="zoframe_constrained.baselines:AccSZOFW",
             summary="SPIDER ZO estimator with a momentum-accelerated Frank-Wolfe step (cvxpy LP)",
             reference="Huang, Tao & Chen, Accelerated stochastic gradient-free and projection-free methods, ICML 2020" + _ICML,
             problem_kinds=_KINDS,
@@ -55,14 +57,12 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
 
 @hookimpl
 def zoframe_reproductions() -> Sequence[ReproductionSpec]:
-    from zoframe_constrained.reproduce import add_arguments, run
-
     return [
         ReproductionSpec(
             "dszog",
             "DSZOG paper: Table 2 (pairwise), 3 (fairness), 10 (RBF kernel), sensitivity tables; Figures 1-3",
             "Shi, Gao & Gu, Gradient-free method for heavily constrained nonconvex optimization, ICML 2022",
-            add_arguments,
-            run,
+            "zoframe_constrained.reproduce:add_arguments",
+            "zoframe_constrained.reproduce:run",
         )
     ]

@@ -1,5 +1,8 @@
 """Hook implementations of zoframe_constrained: the solvers ``dszog``, ``adszog``, their problems and the
-``constrained-small`` suite."""
+``constrained-small`` suite.
+
+Classes are named by ``"module:attr"`` references, imported when a component is first used.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,6 @@ from collections.abc import Sequence
 
 from zoframe import hookimpl
 from zoframe.specs import ProblemSpec, SolverSpec, SuiteSpec
-from zoframe_constrained.problems import fairness, gen, pairwise
-from zoframe_constrained.solvers import ADSZOG, DSZOG
 
 _REF_ICML = (
     "Shi, Gao & Gu, Gradient-free method for heavily constrained nonconvex optimization, ICML 2022, Algorithm 1"
@@ -24,7 +25,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
     return [
         SolverSpec(
             name="dszog",
-            cls=DSZOG,
+            cls="zoframe_constrained.solvers:DSZOG",
             summary="doubly stochastic ZO gradient on the penalty minimax over the simplex of constraints",
             reference=_REF_ICLR,
             problem_kinds=frozenset({"constrained"}),
@@ -32,7 +33,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
         ),
         SolverSpec(
             name="adszog",
-            cls=ADSZOG,
+            cls="zoframe_constrained.solvers:ADSZOG",
             summary="DSZOG with exponential moving averages and adaptive steps (ICML 2022 DSZOG)",
             reference=_REF_ICML,
             problem_kinds=frozenset({"constrained"}),
@@ -59,7 +60,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
     return [
         ProblemSpec(
             name="pairwise",
-            factory=pairwise,
+            factory="zoframe_constrained.problems:pairwise",
             summary="correntropy-loss classification with one constraint per (positive, negative) training pair",
             reference="Shi, Gao & Gu, ICML 2022, Section 6.2, eq. (23), Table 2",
             kind="constrained",
@@ -67,7 +68,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
         ),
         ProblemSpec(
             name="gen",
-            factory=gen,
+            factory="zoframe_constrained.problems:gen",
             summary="pairwise problem on the synthetic 'gen' set (50 features, ~62k constraints)",
             reference="Shi, Gao & Gu, ICML 2022, Table 4 ('gen')",
             kind="constrained",
@@ -75,7 +76,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
         ),
         ProblemSpec(
             name="fairness",
-            factory=fairness,
+            factory="zoframe_constrained.problems:fairness",
             summary="hinge-loss classification under Zafar et al. covariance constraints (synthetic D1-D4)",
             reference="Shi, Gao & Gu, ICML 2022, Section 6.2, eq. (24), Tables 3 and 5; Zafar et al., WWW 2017",
             kind="constrained",
@@ -94,15 +95,13 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
 
 @hookimpl
 def zoframe_suites() -> Sequence[SuiteSpec]:
-    from zoframe_constrained.suite import instances
-
     return [
         SuiteSpec(
             name="constrained-small",
             summary="53 small nonlinear constrained test problems with known optima (Hock-Schittkowski 1981, "
                     "Schittkowski 1987, CEC 2006) and seeded random convex QPs / QCQPs solved by cvxpy",
             reference="Hock & Schittkowski, LNEMS 187, 1981; Schittkowski, LNEMS 282, 1987; Liang et al., CEC 2006",
-            instances=instances,
+            instances="zoframe_constrained.suite:instances",
             parameters={"seed": "seed of the random convex instances (0)",
                         "random": "random convex instances, half QPs, half QCQPs (12)"},
         )

@@ -1,4 +1,4 @@
-"""Hook implementations of zoframe_datasets: the ``zoframe data`` command."""
+"""Hook implementations of zoframe_datasets: the ``zoframe data`` command (imported when it is used)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from zoframe import hookimpl
 from zoframe.specs import CommandSpec
-from zoframe_datasets import cli
 
 
 @hookimpl
@@ -15,7 +14,7 @@ def zoframe_commands() -> Sequence[CommandSpec]:
         CommandSpec(
             name="data",
             help="list, locate and download the LIBSVM datasets (list, info, path, fetch)",
-            add_arguments=cli.add_arguments,
-            run=cli.run,
+            add_arguments="zoframe_datasets.cli:add_arguments",
+            run="zoframe_datasets.cli:run",
         )
     ]

@@ -1,4 +1,7 @@
-"""Hook implementations of zoframe_minimax: six solvers, two problems, one reproduction."""
+"""Hook implementations of zoframe_minimax: six solvers, two problems, one reproduction.
+
+Classes are named by ``"module:attr"`` references, imported when a component is first used.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ from collections.abc import Sequence
 
 from zoframe import hookimpl
 from zoframe.specs import ProblemSpec, ReproductionSpec, SolverSpec
-from zoframe_minimax.problems import NCSC, dro
-from zoframe_minimax.solvers import SGDA, SGDMSA, ZOGDA, ZOGDMSA, ZOSGDA, ZOSGDMSA
 
 PAPER = (
     "Wang, Balasubramanian, Ma & Razaviyayn, Zeroth-Order Algorithms for Nonconvex-Strongly-Concave "
@@ -17,23 +18,24 @@ _MINIMAX = frozenset({"minimax"})
 # small well-conditioned smoke problems: larger steps than the DRO experiment's 0.01
 _CONTRACT_DET = {"eta1": 0.05, "eta2": 0.5}
 _CONTRACT_MSA = {"eta1": 0.1, "eta2": 0.5, "T": 3}
+_S = "zoframe_minimax.solvers:"
 
 
 @hookimpl
 def zoframe_solvers() -> Sequence[SolverSpec]:
     return [
-        SolverSpec("zo-gda", ZOGDA, "zeroth-order gradient descent ascent (deterministic)", PAPER + ", Algorithm 1",
+        SolverSpec("zo-gda", _S + "ZOGDA", "zeroth-order gradient descent ascent (deterministic)", PAPER + ", Algorithm 1",
                    _MINIMAX, contract_params=_CONTRACT_DET),
-        SolverSpec("zo-gdmsa", ZOGDMSA, "zeroth-order gradient descent multi-step ascent (deterministic)",
+        SolverSpec("zo-gdmsa", _S + "ZOGDMSA", "zeroth-order gradient descent multi-step ascent (deterministic)",
                    PAPER + ", Algorithm 2", _MINIMAX, contract_params=_CONTRACT_MSA),
-        SolverSpec("zo-sgda", ZOSGDA, "zeroth-order stochastic gradient descent ascent", PAPER + ", Algorithm 3",
+        SolverSpec("zo-sgda", _S + "ZOSGDA", "zeroth-order stochastic gradient descent ascent", PAPER + ", Algorithm 3",
                    _MINIMAX, contract_params={**_CONTRACT_DET, "batch1": 4, "batch2": 4}),
-        SolverSpec("zo-sgdmsa", ZOSGDMSA, "zeroth-order stochastic gradient descent multi-step ascent",
+        SolverSpec("zo-sgdmsa", _S + "ZOSGDMSA", "zeroth-order stochastic gradient descent multi-step ascent",
                    PAPER + ", Algorithm 4", _MINIMAX, contract_params={**_CONTRACT_MSA, "batch1": 4, "batch2": 4}),
-        SolverSpec("sgda", SGDA, "FIRST-ORDER stochastic gradient descent ascent (reference curves)",
+        SolverSpec("sgda", _S + "SGDA", "FIRST-ORDER stochastic gradient descent ascent (reference curves)",
                    "Lin, Jin & Jordan, ICML 2020; first-order counterpart in " + PAPER, _MINIMAX,
                    zeroth_order=False, contract_params={**_CONTRACT_DET, "batch1": 4, "batch2": 4}),
-        SolverSpec("sgdmsa", SGDMSA, "FIRST-ORDER stochastic gradient descent multi-step ascent (reference curves)",
+        SolverSpec("sgdmsa", _S + "SGDMSA", "FIRST-ORDER stochastic gradient descent multi-step ascent (reference curves)",
                    "Nouiehed et al., NeurIPS 2019; first-order counterpart in " + PAPER, _MINIMAX,
                    zeroth_order=False, contract_params={**_CONTRACT_MSA, "batch1": 4, "batch2": 4}),
     ]
@@ -44,7 +46,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
     return [
         ProblemSpec(
             name="ncsc",
-            factory=NCSC,
+            factory="zoframe_minimax.problems:NCSC",
             summary="synthetic nonconvex-strongly-concave minimax with known kappa and closed-form y*(x)",
             reference="(test problem for " + PAPER + ")",
             kind="minimax",
@@ -54,7 +56,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
         ),
         ProblemSpec(
             name="dro",
-            factory=dro,
+            factory="zoframe_minimax.problems:dro",
             summary="distributionally robust loss over the simplex on a LIBSVM dataset (section 5)",
             reference=PAPER + ", section 5",
             kind="minimax",
@@ -67,7 +69,6 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
 
 @hookimpl
 def zoframe_reproductions() -> Sequence[ReproductionSpec]:
-    from zoframe_minimax.reproduce import add_arguments, run
-
     return [ReproductionSpec("minimax", "Figure 1 of the ZO minimax paper: DRO, ZO-SGDA/ZO-SGDMSA vs SGDA/SGDMSA",
-                             PAPER + ", section 5, Figure 1", add_arguments, run)]
+                             PAPER + ", section 5, Figure 1", "zoframe_minimax.reproduce:add_arguments",
+                             "zoframe_minimax.reproduce:run")]

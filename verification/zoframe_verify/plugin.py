@@ -1,4 +1,7 @@
-"""Hook implementations of zoframe_verify: test problems with known answers and two commands."""
+"""Hook implementations of zoframe_verify: test problems with known answers and two commands.
+
+Classes and commands are named by ``"module:attr"`` references, imported when first used.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,9 @@ from collections.abc import Sequence
 
 from zoframe import hookimpl
 from zoframe.specs import CommandSpec, ProblemSpec
-from zoframe_verify.cli import add_rate_arguments, add_verify_arguments, run_rate_command, run_verify_command
-from zoframe_verify.problems import KKTQP, LassoComposite, PowerSum, SaddleQuadratic
+
+_P = "zoframe_verify.problems:"
+_CLI = "zoframe_verify.cli:"
 
 
 @hookimpl
@@ -15,7 +19,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
     return [
         ProblemSpec(
             name="kkt-qp",
-            factory=KKTQP,
+            factory=_P + "KKTQP",
             summary="convex QP with linear inequality constraints, cvxpy reference (closed form with box constraints)",
             reference="(verification problem)",
             kind="constrained",
@@ -24,7 +28,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
         ),
         ProblemSpec(
             name="saddle-quadratic",
-            factory=SaddleQuadratic,
+            factory=_P + "SaddleQuadratic",
             summary="nonconvex-strongly-concave quadratic minimax with grad g and solution in closed form",
             reference="(verification problem)",
             kind="minimax",
@@ -33,7 +37,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
         ),
         ProblemSpec(
             name="power-sum",
-            factory=PowerSum,
+            factory=_P + "PowerSum",
             summary="(1/p) sum |x_i - c_i|^p, p > 2: gradient methods converge at the known exponent -2(p-1)/(p-2)",
             reference="(verification problem)",
             kind="finite_sum",
@@ -41,7 +45,7 @@ def zoframe_problems() -> Sequence[ProblemSpec]:
         ),
         ProblemSpec(
             name="lasso-composite",
-            factory=LassoComposite,
+            factory=_P + "LassoComposite",
             summary="lasso as x - y = 0 with tau ||y||_1, white-box gradients and a cvxpy reference",
             reference="(verification problem)",
             kind="composite",
@@ -56,13 +60,13 @@ def zoframe_commands() -> Sequence[CommandSpec]:
         CommandSpec(
             name="rate",
             help="convergence-rate study: seeds x budget sweep, log-log slope fit, comparison with the proven rate",
-            add_arguments=add_rate_arguments,
-            run=run_rate_command,
+            add_arguments=_CLI + "add_rate_arguments",
+            run=_CLI + "run_rate_command",
         ),
         CommandSpec(
             name="verify",
             help="verification report (KKT / stationarity / reference gap) of a saved run",
-            add_arguments=add_verify_arguments,
-            run=run_verify_command,
+            add_arguments=_CLI + "add_verify_arguments",
+            run=_CLI + "run_verify_command",
         ),
     ]

@@ -2,13 +2,16 @@
 
 ::
 
-    from zoframe.testing import check_solver, check_estimator
+    from zoframe.testing import check_estimator, check_problem, check_solver
 
     def test_my_solver_contract():
         check_solver(MY_SOLVER_SPEC)            # or check_solver("my-solver")
 
     def test_my_estimator_contract():
         check_estimator(MY_ESTIMATOR_SPEC)
+
+    def test_my_problem_contract():
+        check_problem(MY_PROBLEM_SPEC, kwargs={"dim": 5})   # or a name, or a problem object
 
 :func:`check_solver` runs the solver (with ``spec.contract_params``) on the smoke problem of every
 kind it declares (:mod:`zoframe.testing.problems`) and checks:
@@ -28,6 +31,11 @@ progress
     from the start to the optimum within ``progress_iters`` iterations.
 
 Each check is also available on its own (``SolverContract(spec).check_determinism(kind)``, ...).
+
+:func:`check_problem` checks a problem (object, spec or registered name): a valid kind and ``x0``,
+every function of its kind answers a batch of points with one ``(k, b)`` block of finite values,
+the same as point by point, the same on a second call, without modifying its input, and the problem
+survives a pickle round trip (needed to evaluate on a process pool).
 """
 
 from __future__ import annotations
@@ -36,20 +44,21 @@ from collections.abc import Callable, Iterable, Mapping
 import dataclasses
 import hashlib
 import math
+import pickle
 import tempfile
 from typing import Any
 
 import numpy as np
 
 from zoframe.driver import minimize
-from zoframe.errors import InvalidInputError
-from zoframe.oracle import CountingOracle
+from zoframe.errors import InvalidInputError, ZoframeError
+from zoframe.oracle import CountingOracle, problem_kind
 from zoframe.registry import Registry, default_registry
 from zoframe.result import Result, Status
-from zoframe.specs import EstimatorSpec, SolverSpec
+from zoframe.specs import EstimatorSpec, ProblemSpec, SolverSpec
 from zoframe.testing.problems import smoke_problem
 
-__all__ = ["ContractFailure", "SolverContract", "check_estimator", "check_solver", "smoke_problem"]
+__all__ = ["ContractFailure", "SolverContract", "check_estimator", "check_problem", "check_solver", "smoke_problem"]
 
 
 class ContractFailure(AssertionError):
@@ -252,3 +261,105 @@ def check_estimator(spec: EstimatorSpec | str, *, registry: Registry | None = No
         _fail(f"estimator {sp.name}: mean of 400 estimates {mean} is far from the gradient {true}")
     if not isinstance(e1.grad, np.ndarray) or e1.grad.shape != (d,):
         raise InvalidInputError(f"estimator {sp.name}: grad must have shape ({d},)")
+
+
+def _problem_functions(
+    problem: Any, oracle: CountingOracle, X: np.ndarray, Y: np.ndarray | None
+) -> dict[str, Callable[[slice], np.ndarray]]:
+    """``name -> f(rows)``: every function of the problem's kind at the points ``X[rows]`` (and ``Y[rows]``)."""
+    idx = np.arange(min(oracle.n, 3))
+    funs: dict[str, Callable[[slice], np.ndarray]] = {}
+    if oracle.kind == "minimax" and Y is not None:
+        funs["minimax F(X, Y, idx)"] = lambda rows: oracle.minimax(X[rows], Y[rows], idx)
+    else:
+        funs["objective components(X, idx)"] = lambda rows: oracle.objective(X[rows], idx)
+    if oracle.kind == "constrained":
+        jdx = np.arange(min(oracle.m, 3))
+        funs["constraints(X, idx)"] = lambda rows: oracle.constraints(X[rows], jdx)
+    return funs
+
+
+def check_problem(
+    problem: Any,
+    *,
+    registry: Registry | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+    picklable: bool = True,
+    rtol: float = 1e-10,
+) -> None:
+    """Check a problem: kind, ``x0``, batched evaluation, determinism, inputs kept, pickling.
+
+    ``problem`` is a problem object, a :class:`~zoframe.specs.ProblemSpec` or a registered problem
+    name (built with ``kwargs``). For each function of its kind (the objective's components, the
+    constraints, the minimax ``F``), on three points near ``x0`` and up to three components:
+
+    * one call returns a ``(3, b)`` block of finite values and is counted as ``3 b`` evaluations;
+    * the block equals the three one-point calls (relative tolerance ``rtol``): a vectorized
+      function must not mix rows;
+    * a second call gives the same values, and the points are not modified.
+
+    With ``picklable=True`` the problem must survive ``pickle`` with the same values: a process pool
+    (``executor=ProcessPoolExecutor(...)``) ships it to its workers. Define a plugin's problem
+    functions at module level (a lambda or a closure does not pickle).
+    """
+    if isinstance(problem, (str, ProblemSpec)):
+        spec = (registry or default_registry()).problem(problem) if isinstance(problem, str) else problem
+        built = spec.factory(**dict(kwargs or {}))
+        if getattr(built, "kind", None) != spec.kind:
+            _fail(f"problem {spec.name}: the spec declares kind {spec.kind!r}, the factory built {getattr(built, 'kind', None)!r}")
+        label, problem = spec.name, built
+    else:
+        label = type(problem).__name__
+    try:
+        kind = problem_kind(problem)
+        x0 = np.asarray(problem.x0)
+        if x0.ndim != 1 or x0.dtype.kind not in "fiu" or not np.all(np.isfinite(x0)):
+            _fail(f"problem {label}: x0 must be a 1-D array of finite real numbers, got shape {x0.shape}, dtype {x0.dtype}")
+        oracle = CountingOracle(problem)
+        rng = np.random.default_rng(0)
+        X = x0.astype(float) + 0.1 * rng.standard_normal((3, x0.shape[0]))
+        Y = None
+        if kind == "minimax":
+            y0 = np.asarray(problem.y0, dtype=float)
+            Y = y0 + 0.1 * rng.standard_normal((3, y0.shape[0]))
+        X_copy = X.copy()
+        funs = _problem_functions(problem, oracle, X, Y)
+        every = slice(None)
+        for name, f in funs.items():
+            before = oracle.calls
+            block = f(every)
+            b = block.shape[1] if block.ndim == 2 else -1
+            if block.shape != (3, b) or b < 1:
+                _fail(f"problem {label} ({kind}): {name} returned shape {block.shape} for 3 points, expected (3, b)")
+            if oracle.calls - before != 3 * b:
+                _fail(f"problem {label}: {name} was counted as {oracle.calls - before} evaluations, expected {3 * b}")
+            if not np.all(np.isfinite(block)):
+                _fail(f"problem {label}: {name} returned non-finite values near x0: {block}")
+            rows = np.vstack([f(slice(r, r + 1)) for r in range(3)])
+            if not np.allclose(block, rows, rtol=rtol, atol=rtol * (1.0 + float(np.abs(block).max()))):
+                _fail(f"problem {label}: {name} on 3 points at once differs from 3 one-point calls ({block} vs {rows}); "
+                      "a vectorized function must treat each row of X on its own")
+            if not np.array_equal(f(every), block):
+                _fail(f"problem {label}: {name} gave different values for the same points on a second call")
+            if not np.array_equal(X, X_copy):
+                _fail(f"problem {label}: {name} modified the points it was given")
+        known = getattr(problem, "known_solution", None)
+        if callable(known):
+            sol = known()
+            if "x" in sol and np.shape(sol["x"]) != x0.shape:
+                _fail(f"problem {label}: known_solution()['x'] has shape {np.shape(sol['x'])}, x0 has {x0.shape}")
+    except ZoframeError as exc:
+        _fail(f"problem {label}: {type(exc).__name__}: {exc}")
+    if picklable:
+        try:
+            clone = pickle.loads(pickle.dumps(problem))
+        except Exception as exc:  # any pickling failure says the same thing to the author
+            _fail(
+                f"problem {label} does not pickle ({type(exc).__name__}: {exc}); problems must pickle to be evaluated "
+                "on a process pool: define their functions at module level (not lambdas or closures), or pass "
+                "picklable=False if the problem is only ever used in-process"
+            )
+        twins = _problem_functions(clone, CountingOracle(clone), X, Y)
+        for (name, f), g in zip(funs.items(), twins.values()):
+            if not np.array_equal(f(every), g(every)):
+                _fail(f"problem {label}: {name} gives other values after a pickle round trip")
