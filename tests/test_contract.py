@@ -1,11 +1,13 @@
-"""The contract kit applied to every registered solver and estimator."""
+"""The contract kit applied to every registered solver, estimator and problem."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from zoframe import default_registry
-from zoframe.testing import SolverContract, check_estimator
+import zoframe
+from zoframe import ProblemSpec, default_registry
+from zoframe.testing import ContractFailure, SolverContract, check_estimator, check_problem
 
 _REG = default_registry()
 _SOLVER_KINDS = [(name, kind) for name, p in sorted(_REG.solvers().items()) for kind in sorted(p.spec.problem_kinds)]
@@ -27,3 +29,35 @@ def test_solver_contract(name: str, kind: str, check: str) -> None:
 @pytest.mark.parametrize("name", sorted(_REG.estimators()))
 def test_estimator_contract(name: str) -> None:
     check_estimator(name, registry=_REG)
+
+
+@pytest.mark.parametrize("name", sorted(_REG.problems()))
+def test_problem_contract(name: str) -> None:
+    check_problem(name, registry=_REG)
+
+
+def _mixing_rows(X: np.ndarray) -> np.ndarray:
+    out: np.ndarray = ((X - X.mean(axis=0)) ** 2).sum(axis=1)  # each value depends on the other rows
+    return out
+
+
+def _fine(X: np.ndarray) -> np.ndarray:
+    out: np.ndarray = (X**2).sum(axis=1)
+    return out
+
+
+def test_check_problem_catches_row_mixing_and_unpicklable_problems() -> None:
+    check_problem(zoframe.FiniteSum(_fine, x0=np.ones(3)))
+    with pytest.raises(ContractFailure, match="differs from 3 one-point calls"):
+        check_problem(zoframe.FiniteSum(_mixing_rows, x0=np.ones(3)))
+    closure = zoframe.FiniteSum(lambda X: (X**2).sum(axis=1), x0=np.ones(3))
+    with pytest.raises(ContractFailure, match=r"does not pickle.*process pool"):
+        check_problem(closure)
+    check_problem(closure, picklable=False)
+
+
+def test_check_problem_compares_the_built_kind_with_the_spec() -> None:
+    spec = ProblemSpec("liar", factory=lambda: zoframe.FiniteSum(_fine, x0=np.ones(2)), summary="s", reference="r",
+                       kind="minimax")
+    with pytest.raises(ContractFailure, match="declares kind 'minimax', the factory built 'finite_sum'"):
+        check_problem(spec)
