@@ -176,11 +176,23 @@ def _allowed_modules(solver: object | None, registry: Any) -> dict[str, Any]:
     return out
 
 
-def _module_of(source: Any, name: str) -> Any:
-    if isinstance(source, type):
-        return sys.modules.get(name)
-    source.cls  # noqa: B018 - imports the registered solver's module through its plugin (and checks it)
-    return sys.modules.get(name)
+def _namespace(klass: type[Any]) -> dict[str, Any]:
+    """The global namespace a class was defined in (its module's, or a script's or notebook's)."""
+    mod = sys.modules.get(klass.__module__)
+    if mod is not None and getattr(mod, klass.__name__, None) is klass:
+        return vars(mod)
+    for attr in vars(klass).values():  # a class defined in exec'd code: its methods know their globals
+        fn = getattr(attr, "__func__", attr)
+        glb = getattr(fn, "__globals__", None)
+        if isinstance(glb, dict) and glb.get("__name__") == klass.__module__:
+            return glb
+    return vars(mod) if mod is not None else {}
+
+
+def _namespace_of(source: Any) -> dict[str, Any]:
+    """``source`` is a solver class, or a registered spec whose class is loaded through its plugin."""
+    klass = source if isinstance(source, type) else source.cls
+    return _namespace(klass)
 
 
 def resolve_state_class(
@@ -218,12 +230,13 @@ def resolve_state_class(
                 "import. Install the plugin of the solver that wrote it, or pass state_classes=[...] "
                 "(or the solver) when loading a state of an unregistered solver."
             )
-        module = _module_of(modules[mod_name], mod_name)
-        obj = module
-        for part in qual.split("."):
-            obj = getattr(obj, part, None) if part.isidentifier() and not part.startswith("__") else None
-            if obj is None:
-                break
+        namespace = _namespace_of(modules[mod_name])
+        parts = qual.split(".")
+        obj = None
+        if all(p.isidentifier() and not p.startswith("__") for p in parts):
+            obj = namespace.get(parts[0])
+            for part in parts[1:]:
+                obj = getattr(obj, part, None)
         if obj is None or getattr(obj, "__module__", None) != mod_name or getattr(obj, "__qualname__", None) != qual:
             raise CheckpointError(f"{where} names the state class {ref}, which module {mod_name} does not define")
     if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
