@@ -72,6 +72,7 @@ GARBAGE = {
         'return [SolverSpec("no-step", dict, "s", "r", frozenset({"finite_sum"}))]',
         r"'no-step' is invalid.*is not a solver class: it has no init\(\) and no step\(\) method",
     ),
+    "an iterator that raises": ("return iter(lambda: 1 / 0, None)", r"raised ZeroDivisionError while its result was read"),
     "a name with spaces": (
         'return [SolverSpec("my solver", ZOSGD, "s", "r", frozenset({"finite_sum"}))]',
         r"name 'my solver' is not a valid component name",

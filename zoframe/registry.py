@@ -231,12 +231,19 @@ class Registry:
         out: list[Any] = []
         seen: set[str] = set()
         bad: list[str] = []
-        items = list(result)
+        try:
+            items = list(result)
+        except Exception as exc:  # a generator that raises half-way
+            self._fail(plugin, f"{where} raised {type(exc).__name__} while its result was read: {exc}", exc)
+            return []
         for i, spec in enumerate(items):
             if not isinstance(spec, spec_type):
                 bad.append(f"item {i} is {_describe(spec)}, not a {spec_type.__name__}")
                 continue
-            problems = spec_problems(spec)
+            try:
+                problems = spec_problems(spec)
+            except Exception as exc:  # a spec built around __init__ with fields nobody can inspect
+                problems = [f"cannot be checked: {type(exc).__name__}: {exc}"]
             label = getattr(spec, "name", "?")
             if not problems and label in seen:
                 problems = [f"the plugin registers the {kind} name {label!r} twice"]
