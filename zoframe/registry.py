@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+import difflib
 from importlib import metadata
 import os
 import threading
@@ -169,9 +170,12 @@ class Registry:
             names.add(getattr(getattr(ep, "dist", None), "name", None) or "?")
         unmatched = sorted(b for b in self.blocked if b not in names)
         if unmatched:
+            ep_names = sorted({ep.name for ep in eps})
+            hints = [f"{u!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(u, ep_names, n=1))
+                     else repr(u) for u in unmatched]
             warnings.warn(
-                f"{BLOCK_ENV} names {', '.join(repr(u) for u in unmatched)}, which match no installed "
-                f"zoframe plugin; the entry-point names are: {', '.join(sorted(ep.name for ep in eps)) or '(none)'}",
+                f"{BLOCK_ENV}: no installed zoframe plugin is called {', '.join(hints)}, so nothing is blocked for "
+                f"{'it' if len(unmatched) == 1 else 'them'}; the entry-point names are: {', '.join(ep_names) or '(none)'}",
                 PluginLoadWarning,
                 stacklevel=3 if entry_points is None else 2,
             )
