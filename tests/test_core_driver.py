@@ -62,10 +62,41 @@ def test_refuses_to_run_unbounded() -> None:
         zoframe.minimize(ls_problem(), "zo-sgd")
 
 
+class FreeSmoke(SmokeFiniteSum):
+    """The smoke problem declaring its measures free (as registered white-box benchmarks do)."""
+
+    monitor_free = True
+
+
 def test_max_calls_is_exact() -> None:
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
-    assert res.status is Status.BUDGET and not res.success
+    res = zoframe.minimize(FreeSmoke(n=50), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
+    assert res.status is Status.BUDGET and not res.success and "max_calls=1000" in res.message
     assert res.nfev == 990 and res.nit == 9  # the 10th estimate (110 calls) would exceed 1000
+    assert res.nfev_by_purpose["monitor"] == 2 * 50  # first and last record, not charged
+
+
+def test_monitoring_a_black_box_is_paid_from_max_calls() -> None:
+    # ls_problem is a user black box (n = 50): each record is 50 real calls
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
+    monitor = res.nfev_by_purpose["monitor"]
+    assert res.status is Status.BUDGET and res.nfev + monitor <= 1000
+    # the first record (50) is paid, and its cost is kept back for the final record: 900 for the solver
+    assert res.nfev == 880 and res.nit == 8 and monitor == 100
+    assert math.isfinite(res.fun) and res.trace["iteration"][-1] == 8
+    # without a call budget nothing is held back, and the monitor's calls are still shown
+    free = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=8, batch=10, q=10, record_every=0)
+    assert free.nfev == 880 and free.nfev_by_purpose["monitor"] == 100 and np.array_equal(free.x, res.x)
+
+
+def test_a_record_the_budget_cannot_pay_is_skipped_not_failed() -> None:
+    # 60 calls: the first record (50) fits, the solver's first batch (110) does not, the final
+    # record needs no new evaluation (iteration 0 is already recorded)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=60, max_iter=5, batch=10, q=10)
+    assert res.status is Status.BUDGET and res.nit == 0 and res.nfev_by_purpose["monitor"] == 50
+    # 40 calls: not even one record; the run still reports its start
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=40, max_iter=5, batch=10, q=10)
+    assert res.status is Status.BUDGET and len(res.trace) == 0 and math.isnan(res.fun)
+    assert res.nfev_by_purpose.get("monitor", 0) == 0 and np.array_equal(res.x, np.zeros(5))
 
 
 def test_max_time_stops() -> None:
@@ -192,7 +223,7 @@ def test_progress_bar_does_not_break_a_run() -> None:
 
 
 def test_budget_exhausted_during_init_reports_the_start() -> None:
-    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=0, max_calls=5, max_iter=10)
+    res = zoframe.minimize(FreeSmoke(), "zo-sgd", rng=0, max_calls=5, max_iter=10)
     assert res.status is Status.BUDGET and res.nit == 0 and np.array_equal(res.x, np.zeros(4))
     assert math.isfinite(res.fun)
 

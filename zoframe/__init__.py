@@ -11,6 +11,7 @@ Quick use::
 from __future__ import annotations
 
 from zoframe import measures, penalties, plot, sets
+from zoframe.asktell import ProblemShape, Request, Run
 from zoframe.driver import IterationInfo, RunFailedError, make_rng, minimize
 from zoframe.errors import (
     BudgetExhausted,
@@ -55,9 +56,12 @@ __all__ = [
     "MonitorOracle",
     "NonFiniteValueError",
     "PluginError",
+    "ProblemShape",
     "ProblemSpec",
     "Registry",
+    "Request",
     "Result",
+    "Run",
     "RunFailedError",
     "ShapeError",
     "SolverSpec",

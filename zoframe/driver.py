@@ -1,11 +1,12 @@
-"""``minimize()``: the one loop that runs every solver.
+"""``minimize()``: a thin function that builds a run and its observers, then runs it.
 
-The driver owns what is common to all algorithms: it resolves names through the registry, checks
-that the solver accepts the problem kind (before any evaluation), builds the
-:class:`~zoframe.oracle.CountingOracle`, normalises the seed, runs ``init``/``step`` under the
-budgets (iterations, oracle calls, seconds), records the trace, calls the callback, shows a
-progress bar, writes checkpoints and resumes from them, and returns a frozen
-:class:`~zoframe.result.Result`.
+:func:`build_run` resolves names through the registry, checks the arguments and that the solver
+accepts the problem kind (all before any evaluation), builds the
+:class:`~zoframe.oracle.CountingOracle`, normalises the seed and assembles a
+:class:`~zoframe.run.RunLoop` with its observers (:mod:`zoframe.observers`): the trace recorder
+with the best-point tracker, the callback, the checkpoint writer and the progress bar. It resumes
+from a checkpoint when asked. :func:`minimize` runs what it built and returns the frozen
+:class:`~zoframe.result.Result`; :class:`zoframe.Run` (ask/tell) builds the same run.
 """
 
 from __future__ import annotations
@@ -17,25 +18,29 @@ import dataclasses
 from dataclasses import dataclass
 import math
 import os
-import time
 from typing import Any
 
 import numpy as np
 
-from zoframe import checkpoint as ckpt
-from zoframe.errors import (
-    BudgetExhausted,
-    DivergedError,
-    IncompatibleProblemError,
-    InvalidInputError,
-    ZoframeError,
+from zoframe.errors import IncompatibleProblemError, InvalidInputError, ZoframeError
+from zoframe.observers import (
+    BestPoint,
+    Callback,
+    Checkpointer,
+    IterationInfo,
+    MonitorBudget,
+    ProgressBar,
+    TraceRecorder,
 )
-from zoframe.oracle import DEFAULT_BLOCK_ROWS, CountingOracle, NonFinitePolicy, problem_kind
+from zoframe.observers.checkpointing import check_resume, restore
+from zoframe.observers.checkpointing import solver_params as params_of
+from zoframe.oracle import DEFAULT_BLOCK_ROWS, CountingOracle, MonitorOracle, NonFinitePolicy, problem_kind
 from zoframe.protocols import Array, Estimator, HasMeasures
 from zoframe.registry import Registry, default_registry
-from zoframe.result import Result, Status, Trace, decide_success
+from zoframe.result import Result
+from zoframe.run import Observer, RunLoop
 
-__all__ = ["IterationInfo", "RunFailedError", "make_rng", "minimize"]
+__all__ = ["IterationInfo", "RunFailedError", "build_run", "make_rng", "minimize"]
 
 RngLike = None | int | np.random.SeedSequence | np.random.Generator
 
@@ -46,18 +51,6 @@ class RunFailedError(ZoframeError):
     def __init__(self, message: str, result: Result) -> None:
         super().__init__(message)
         self.result = result
-
-
-@dataclass(frozen=True)
-class IterationInfo:
-    """What the callback receives after each iteration. Return ``True`` from it to stop."""
-
-    iteration: int
-    calls: int
-    seconds: float
-    x: Array
-    state: Any
-    measures: Mapping[str, float] | None
 
 
 def make_rng(rng: RngLike) -> tuple[np.random.Generator, int | None]:
@@ -97,14 +90,49 @@ def _resolve_solver(solver: Any, params: Mapping[str, Any], registry: Registry) 
     return solver, str(getattr(solver, "name", type(solver).__name__))
 
 
-def _resolve_estimator(estimator: Any, registry: Registry) -> Estimator | None:
+def _resolve_estimator(estimator: Any, params: Mapping[str, Any] | None, registry: Registry) -> Estimator | None:
+    if params is not None and not isinstance(params, Mapping):
+        raise InvalidInputError(f"estimator_params must be a mapping of parameter names to values, got {params!r}")
     if estimator is None:
+        if params:
+            raise InvalidInputError(
+                f"estimator_params={dict(params)!r} needs estimator=NAME: they configure the estimator it "
+                "names (the solver's default estimator takes the solver's own parameters, e.g. q and mu)"
+            )
         return None
     if isinstance(estimator, str):
-        return registry.estimator(estimator).cls()  # type: ignore[no-any-return]
+        spec = registry.estimator(estimator)
+        try:
+            return spec.cls(**dict(params or {}))  # type: ignore[no-any-return]
+        except TypeError as exc:
+            valid = [f.name for f in dataclasses.fields(spec.cls)] if dataclasses.is_dataclass(spec.cls) else []
+            raise InvalidInputError(
+                f"bad estimator_params for estimator {spec.name!r}: {exc}. Valid parameters: "
+                f"{', '.join(valid) or 'none'} (see `zoframe info {spec.name}`)"
+            ) from exc
     if not (callable(getattr(estimator, "estimate", None)) and callable(getattr(estimator, "rows", None))):
         raise InvalidInputError(f"{estimator!r} is not an estimator: it needs estimate() and rows()")
+    if params:
+        raise InvalidInputError(
+            f"estimator_params={dict(params)!r} cannot reach an estimator instance: build it with them "
+            f"(e.g. {type(estimator).__name__}(**params)) or pass its registered name"
+        )
     return estimator  # type: ignore[no-any-return]
+
+
+def _check_estimator_only_params(solver: Any, name: str, given: Mapping[str, Any], estimator: Any) -> None:
+    """Refuse solver parameters that only configure the default estimator when another is given."""
+    only = frozenset(getattr(solver, "estimator_only_params", frozenset()))
+    fields = {f.name for f in dataclasses.fields(solver)} if dataclasses.is_dataclass(solver) else set()
+    lost = sorted(set(given) & only & fields)
+    if lost:
+        shown = ", ".join(f"{k}={given[k]!r}" for k in lost)
+        what = repr(estimator) if isinstance(estimator, str) else type(estimator).__name__
+        raise InvalidInputError(
+            f"{shown} only configure{'s' if len(lost) == 1 else ''} the default estimator of solver {name!r} and "
+            f"would be ignored with estimator={what}: pass {'it' if len(lost) == 1 else 'them'} to the estimator "
+            f"instead (estimator_params={{{', '.join(f'{k!r}: {given[k]!r}' for k in lost)}}})"
+        )
 
 
 @contextlib.contextmanager
@@ -121,34 +149,157 @@ def _blas_limit(threads: int | None) -> Iterator[None]:
         yield
 
 
-class _Progress:
-    def __init__(self, enabled: bool, total: int | None, unit: str, desc: str) -> None:
-        self.bar: Any = None
-        if enabled:
-            from tqdm.auto import tqdm
+@dataclass
+class BuiltRun:
+    """A run ready to go: the loop, its observers and what the result needs."""
 
-            self.bar = tqdm(total=total, unit=unit, desc=desc, delay=0.5, leave=False, dynamic_ncols=True)
-        self.last = 0
+    loop: RunLoop
+    trace: TraceRecorder
+    best: BestPoint
+    blas_threads: int | None
 
-    def update(self, value: int, postfix: str | None = None) -> None:
-        if self.bar is not None:
-            self.bar.update(value - self.last)
-            self.last = value
-            if postfix:
-                self.bar.set_postfix_str(postfix, refresh=False)
+    def run(self) -> Result:
+        with _blas_limit(self.blas_threads):
+            self.loop.run()
+        return self.result()
 
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    def result(self) -> Result:
+        """The Result; raises :class:`RunFailedError` (with the partial Result) if the run failed."""
+        loop = self.loop
+        result = loop.result(self.best, self.trace.columns)
+        if loop.failure is not None:
+            if isinstance(loop.failure, KeyboardInterrupt):
+                raise RunFailedError("the run was interrupted; .result holds the last iterate", result) from None
+            raise RunFailedError(
+                f"the run failed at iteration {loop.nit + 1}: {result.message}", result
+            ) from loop.failure
+        return result
 
 
-def _best_key(row: Mapping[str, float], tol: float) -> tuple[float, float]:
-    viol = row.get("max_violation")
-    fun = row.get("fun", math.inf)
-    fun = math.inf if fun is None or not math.isfinite(fun) else fun
-    if viol is None:
-        return (0.0, fun)
-    return (0.0, fun) if viol <= tol else (1.0 + viol, fun)
+def _check_budgets(max_iter: Any, max_calls: Any, max_time: Any) -> None:
+    for name, val in (("max_iter", max_iter), ("max_calls", max_calls)):
+        if val is not None and (not isinstance(val, (int, np.integer)) or isinstance(val, bool) or val < 1):
+            raise InvalidInputError(f"{name} must be a positive integer or None, got {val!r}")
+    if max_time is not None and not (isinstance(max_time, (int, float)) and max_time > 0):
+        raise InvalidInputError(f"max_time must be a positive number of seconds, got {max_time!r}")
+    if max_iter is None and max_calls is None and max_time is None:
+        raise InvalidInputError(
+            "refusing to run unbounded: give at least one of max_iter, max_calls or max_time"
+        )
+
+
+def build_run(
+    problem: Any,
+    solver: Any = "zo-sgd",
+    *,
+    estimator: Any = None,
+    estimator_params: Mapping[str, Any] | None = None,
+    rng: RngLike = None,
+    max_iter: int | None = None,
+    max_calls: int | None = None,
+    max_time: float | None = None,
+    callback: Callable[[IterationInfo], bool | None] | None = None,
+    record_every: int | None = None,
+    progress: bool = False,
+    x0: Array | None = None,
+    executor: Executor | None = None,
+    chunks: int | None = None,
+    block_rows: int = DEFAULT_BLOCK_ROWS,
+    nonfinite: NonFinitePolicy = "raise",
+    blas_threads: int | None = 1,
+    checkpoint: str | os.PathLike[str] | None = None,
+    checkpoint_every: int | None = None,
+    resume: str | os.PathLike[str] | None = None,
+    feasibility_tol: float = 1e-3,
+    registry: Registry | None = None,
+    options: Mapping[str, Any] | None = None,
+    **solver_params: Any,
+) -> BuiltRun:
+    """Check everything and assemble the run of :func:`minimize` (same arguments), evaluating nothing."""
+    reg = registry if registry is not None else default_registry()
+    kind = problem_kind(problem)
+    params = {**(options or {}), **solver_params}
+    solv, solver_name = _resolve_solver(solver, params, reg)
+    kinds = frozenset(getattr(solv, "problem_kinds", frozenset()))
+    if kind not in kinds:
+        raise IncompatibleProblemError(
+            f"solver {solver_name!r} does not accept {kind!r} problems: it solves "
+            f"{', '.join(sorted(kinds)) or 'no declared kind'}. Run `zoframe list` for solvers of "
+            f"{kind!r} problems."
+        )
+    est = _resolve_estimator(estimator, estimator_params, reg)
+    if est is not None:
+        if not (dataclasses.is_dataclass(solv) and any(f.name == "estimator" for f in dataclasses.fields(solv))):
+            raise InvalidInputError(f"solver {solver_name!r} has a fixed gradient estimator; it takes no estimator=")
+        _check_estimator_only_params(solv, solver_name, params, estimator)
+        solv = dataclasses.replace(solv, estimator=est)  # type: ignore[type-var]
+    _check_budgets(max_iter, max_calls, max_time)
+    if record_every is not None and (not isinstance(record_every, int) or record_every < 0):
+        raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
+    if checkpoint_every is not None and checkpoint is None:
+        raise InvalidInputError("checkpoint_every needs a checkpoint path")
+    if record_every is None:
+        record_every = max(1, math.ceil(max_iter / 100)) if max_iter is not None else 10
+    config = params_of(solv)
+
+    oracle = CountingOracle(
+        problem, max_calls=max_calls, nonfinite=nonfinite, executor=executor, chunks=chunks, block_rows=block_rows
+    )
+    notes: list[str] = []
+    adapt = getattr(solv, "adapt", None)
+    if callable(adapt):
+        # the solver resolves its problem-dependent defaults (e.g. batch sizes) before any evaluation
+        solv, adapt_notes = adapt(oracle)
+        notes.extend(str(n) for n in adapt_notes)
+    validate = getattr(solv, "validate", None)
+    if callable(validate):
+        validate(oracle)  # raise before any evaluation
+    if x0 is None:
+        start = np.array(problem.x0, dtype=np.float64, copy=True)
+    else:
+        start = np.array(x0, dtype=np.float64, copy=True)
+        if start.shape != (oracle.dim,):
+            raise InvalidInputError(f"x0 must have shape ({oracle.dim},), got {start.shape}")
+
+    # ---- observers: each one job
+    has_measures = isinstance(problem, HasMeasures)
+    monitor: MonitorOracle = oracle.monitor
+    if has_measures and max_calls is not None and not bool(getattr(problem, "monitor_free", False)):
+        monitor = MonitorBudget(oracle, int(max_calls))  # a black box: measuring it spends max_calls
+    best = BestPoint(start, feasibility_tol)
+    trace = TraceRecorder(record_every, problem.measures if has_measures else None, monitor, (best,))
+    observers: list[Observer] = [trace, best]
+    if callback is not None:
+        observers.append(Callback(callback))
+    if checkpoint is not None:
+        observers.append(Checkpointer(checkpoint, checkpoint_every, (trace, best), {"solver_params": config}))
+    if progress:
+        observers.append(ProgressBar(max_iter, solver_name))
+
+    state: Any = None
+    nit, seconds = 0, 0.0
+    if resume is not None:
+        wanted = None if rng is None else make_rng(rng)[1]
+        if rng is not None and wanted is None:
+            raise InvalidInputError(
+                "resume continues the checkpoint's generator: pass rng=None (or the checkpoint's integer seed), "
+                "not a Generator"
+            )
+        state, gen, meta = restore(resume, (trace, best))
+        check_resume(resume, meta, solver_name, config, wanted)
+        seed = meta.get("seed")
+        oracle.restore(meta["counters"])
+        if isinstance(monitor, MonitorBudget):
+            monitor.close(0, first=False)  # the monitor's spending so far comes out of the solver's budget
+        nit, seconds = int(meta["nit"]), float(meta["seconds"])
+    else:
+        gen, seed = make_rng(rng)
+    loop = RunLoop(
+        solv, oracle, start, gen, solver_name=solver_name, seed=seed, max_iter=max_iter, max_calls=max_calls,
+        max_time=max_time, observers=observers, state=state, nit=nit, seconds=seconds,
+        check_every_step=nonfinite == "inf", notes=notes, feasibility_tol=feasibility_tol,
+    )
+    return BuiltRun(loop, trace, best, blas_threads)
 
 
 def minimize(
@@ -156,6 +307,7 @@ def minimize(
     solver: Any = "zo-sgd",
     *,
     estimator: Any = None,
+    estimator_params: Mapping[str, Any] | None = None,
     rng: RngLike = None,
     max_iter: int | None = None,
     max_calls: int | None = None,
@@ -186,11 +338,18 @@ def minimize(
     solver:
         a registered solver name (``zoframe list``) or a solver instance.
     estimator:
-        a registered estimator name or instance replacing the solver's default estimator.
+        a registered estimator name or instance replacing the solver's default estimator. Solver
+        parameters that only configure the default estimator (e.g. ``q``, ``mu`` of ``zo-sgd``)
+        are then refused: give them in ``estimator_params``.
+    estimator_params:
+        parameters of the estimator named by ``estimator`` (e.g. ``{"q": 3, "mu": 1e-4}``); an
+        unknown name is an error.
     rng:
         seed (int), SeedSequence, Generator or None (a fresh seed, reported in ``Result.seed``).
     max_iter, max_calls, max_time:
-        budgets; at least one is required. ``max_calls`` is exact: no evaluation past it.
+        budgets; at least one is required. ``max_calls`` is exact: no evaluation past it. For a
+        problem that does not declare ``monitor_free = True``, the evaluations of its measures
+        (the trace) are paid from ``max_calls`` too (see :mod:`zoframe.observers.trace`).
     callback:
         called with an :class:`IterationInfo` after every iteration; returning ``True`` stops.
     record_every:
@@ -207,250 +366,30 @@ def minimize(
         rows per call of a user function (default 256): every batch is split into these blocks,
         serially and in parallel alike, so results are bit-identical with or without an executor.
     nonfinite:
-        ``"raise"`` (default) or ``"inf"``: what to do when a user function returns NaN/inf.
+        ``"raise"`` (default) or ``"inf"``: what to do when a user function returns NaN/inf. With
+        ``"inf"`` the iterate is checked after every step: a non-finite iterate ends the run with
+        status ``DIVERGED`` (``x_best`` keeps the last finite best point).
     blas_threads:
         limit BLAS threads during the run (default 1: small products are much faster single
         threaded); ``None`` leaves the library default.
     checkpoint, checkpoint_every:
         write ``checkpoint.npz``/``.json`` every ``checkpoint_every`` iterations and at the end.
     resume:
-        continue from a checkpoint written by a run of the same solver on the same problem.
+        continue from a checkpoint written by a run of the same solver with the same parameters
+        (and the same seed, if ``rng`` is given); anything else is refused, naming what differs.
     feasibility_tol:
         violation under which a recorded point counts as feasible when choosing ``x_best``.
     options, **solver_params:
         hyper-parameters of the solver (``zoframe info NAME`` lists them).
+
+    ``Result.success`` is true only when the solver's own test passed (status ``CONVERGED``) at a
+    finite (and, for constrained problems, feasible) point; a budget stop says which budget in
+    ``status`` and is not a success (see :func:`zoframe.result.decide_success`).
     """
-    reg = registry if registry is not None else default_registry()
-    kind = problem_kind(problem)
-    params = {**(options or {}), **solver_params}
-    solv, solver_name = _resolve_solver(solver, params, reg)
-    kinds = frozenset(getattr(solv, "problem_kinds", frozenset()))
-    if kind not in kinds:
-        raise IncompatibleProblemError(
-            f"solver {solver_name!r} does not accept {kind!r} problems: it solves "
-            f"{', '.join(sorted(kinds)) or 'no declared kind'}. Run `zoframe list` for solvers of "
-            f"{kind!r} problems."
-        )
-    est = _resolve_estimator(estimator, reg)
-    if est is not None:
-        if not (dataclasses.is_dataclass(solv) and any(f.name == "estimator" for f in dataclasses.fields(solv))):
-            raise InvalidInputError(f"solver {solver_name!r} has a fixed gradient estimator; it takes no estimator=")
-        solv = dataclasses.replace(solv, estimator=est)  # type: ignore[type-var]
-    for name, val in (("max_iter", max_iter), ("max_calls", max_calls)):
-        if val is not None and (not isinstance(val, (int, np.integer)) or isinstance(val, bool) or val < 1):
-            raise InvalidInputError(f"{name} must be a positive integer or None, got {val!r}")
-    if max_time is not None and not (isinstance(max_time, (int, float)) and max_time > 0):
-        raise InvalidInputError(f"max_time must be a positive number of seconds, got {max_time!r}")
-    if max_iter is None and max_calls is None and max_time is None:
-        raise InvalidInputError(
-            "refusing to run unbounded: give at least one of max_iter, max_calls or max_time"
-        )
-    if record_every is not None and (not isinstance(record_every, int) or record_every < 0):
-        raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
-    if checkpoint_every is not None and checkpoint is None:
-        raise InvalidInputError("checkpoint_every needs a checkpoint path")
-    if record_every is None:
-        record_every = max(1, math.ceil(max_iter / 100)) if max_iter is not None else 10
-
-    oracle = CountingOracle(
-        problem, max_calls=max_calls, nonfinite=nonfinite, executor=executor, chunks=chunks, block_rows=block_rows
-    )
-    notes: list[str] = []
-    adapt = getattr(solv, "adapt", None)
-    if callable(adapt):
-        # the solver resolves its problem-dependent defaults (e.g. batch sizes) before any evaluation
-        solv, adapt_notes = adapt(oracle)
-        notes.extend(str(n) for n in adapt_notes)
-    validate = getattr(solv, "validate", None)
-    if callable(validate):
-        validate(oracle)  # raise before any evaluation
-    if x0 is None:
-        start = np.array(problem.x0, dtype=np.float64, copy=True)
-    else:
-        start = np.array(x0, dtype=np.float64, copy=True)
-        if start.shape != (oracle.dim,):
-            raise InvalidInputError(f"x0 must have shape ({oracle.dim},), got {start.shape}")
-    outputs_fn = getattr(solv, "outputs", None)
-
-    def outputs_of(st: Any) -> dict[str, Array]:
-        if callable(outputs_fn):
-            return {k: np.asarray(v) for k, v in outputs_fn(st).items()}
-        return {"x": np.asarray(st.x)}
-
-    has_measures = isinstance(problem, HasMeasures)
-    columns: dict[str, list[float]] = {"iteration": [], "calls": [], "seconds": []}
-    best: dict[str, Any] = {"key": (math.inf, math.inf), "x": start.copy(), "fun": math.inf}
-
-    def measure(st: Any) -> dict[str, float]:
-        if not has_measures:
-            return {}
-        return {k: float(v) for k, v in problem.measures(outputs_of(st), oracle.monitor).items()}
-
-    def record(it: int, st: Any, seconds: float) -> dict[str, float]:
-        ms = measure(st)
-        n_prev = len(columns["iteration"])
-        for key in ms:
-            if key not in columns:
-                columns[key] = [math.nan] * n_prev
-        for key, col in columns.items():
-            if key == "iteration":
-                col.append(float(it))
-            elif key == "calls":
-                col.append(float(oracle.calls))
-            elif key == "seconds":
-                col.append(seconds)
-            else:
-                col.append(ms.get(key, math.nan))
-        k = _best_key(ms, feasibility_tol)
-        if k < best["key"]:
-            best.update(key=k, x=np.array(outputs_of(st)["x"], copy=True), fun=ms.get("fun", math.nan))
-        return ms
-
-    if resume is not None:
-        state, gen, meta, extra = ckpt.load(resume)
-        if meta.get("solver") != solver_name:
-            raise InvalidInputError(
-                f"checkpoint {resume} was written by solver {meta.get('solver')!r}, not {solver_name!r}"
-            )
-        seed = meta.get("seed")
-        oracle.restore(meta["counters"])
-        nit = int(meta["nit"])
-        solver_seconds = float(meta["seconds"])
-        for key in meta["trace_columns"]:
-            columns[key] = [float(v) for v in extra[f"trace.{key}"]]
-        best.update(key=tuple(meta["best_key"]), x=extra["best.x"], fun=float(meta["best_fun"]))
-    else:
-        gen, seed = make_rng(rng)
-        state = None
-        nit = 0
-        solver_seconds = 0.0
-
-    status = Status.MAX_ITER
-    message = ""
-    failure: BaseException | None = None
-    last_measures: dict[str, float] = {}
-    bar = _Progress(progress, max_iter, "it", solver_name)
-    term = getattr(solv, "terminate", None)
-    term = term if callable(term) else None
-
-    def save_checkpoint() -> None:
-        if checkpoint is None or state is None:
-            return
-        meta = {
-            "solver": solver_name,
-            "seed": seed,
-            "nit": nit,
-            "seconds": solver_seconds,
-            "counters": oracle.snapshot(),
-            "trace_columns": list(columns),
-            "best_key": list(best["key"]),
-            "best_fun": best["fun"],
-        }
-        extra = {f"trace.{k}": np.asarray(v, dtype=np.float64) for k, v in columns.items()}
-        extra["best.x"] = np.asarray(best["x"])
-        ckpt.save(checkpoint, state, gen, meta, extra)
-
-    wall0 = time.perf_counter()
-    with _blas_limit(blas_threads):
-        try:
-            if state is None:
-                t0 = time.perf_counter()
-                state = solv.init(oracle, start, gen)
-                solver_seconds += time.perf_counter() - t0
-                last_measures = record(0, state, solver_seconds)
-            while True:
-                if max_iter is not None and nit >= max_iter:
-                    status, message = Status.MAX_ITER, f"reached max_iter={max_iter}"
-                    break
-                if max_time is not None and solver_seconds >= max_time:
-                    status, message = Status.MAX_TIME, f"reached max_time={max_time} s"
-                    break
-                t0 = time.perf_counter()
-                new_state = solv.step(oracle, state, gen)
-                solver_seconds += time.perf_counter() - t0
-                state = new_state
-                nit += 1
-                recorded: dict[str, float] | None = None
-                if record_every and nit % record_every == 0:
-                    recorded = last_measures = record(nit, state, solver_seconds)
-                if callback is not None:
-                    info = IterationInfo(nit, oracle.calls, solver_seconds, outputs_of(state)["x"], state, recorded)
-                    if callback(info):
-                        status, message = Status.CALLBACK, "stopped by the callback"
-                        break
-                reason = term(state) if term is not None else None
-                if reason:
-                    # a reason may carry its own status (e.g. BUDGET when a solver ends on a reserve)
-                    status, message = Status(getattr(reason, "status", Status.CONVERGED)), str(reason)
-                    break
-                if checkpoint_every and nit % checkpoint_every == 0:
-                    save_checkpoint()
-                if bar.bar is not None:
-                    bar.update(nit)
-        except BudgetExhausted as exc:
-            status, message = Status.BUDGET, f"reached max_calls={exc.limit} (next batch needed {exc.requested})"
-        except DivergedError as exc:
-            status, message = Status.DIVERGED, f"diverged at iteration {nit + 1}: {exc}"
-        except KeyboardInterrupt:
-            status, message = Status.FAILED, "interrupted"
-            failure = KeyboardInterrupt()
-        except Exception as exc:  # keep what we had, then re-raise with the partial result attached
-            status, message = Status.FAILED, f"{type(exc).__name__}: {exc}"
-            failure = exc
-        finally:
-            bar.close()
-        if state is None:
-            if failure is not None:
-                raise failure
-            # the budget ran out during init: report the starting point
-            last_measures = {}
-            final_x = start
-            outs: dict[str, Array] = {"x": start}
-        else:
-            outs = outputs_of(state)
-            final_x = outs["x"]
-            if not columns["iteration"] or columns["iteration"][-1] != nit:
-                try:
-                    last_measures = record(nit, state, solver_seconds)
-                except Exception:  # a failing measure must not lose the run
-                    pass
-            save_checkpoint()
-    trace = Trace({k: np.asarray(v, dtype=np.float64) for k, v in columns.items()})
-    fun = float(last_measures.get("fun", math.nan))
-    viol = last_measures.get("max_violation")
-    feasible = None if viol is None or kind != "constrained" else bool(float(viol) <= feasibility_tol)
-    if status is Status.CONVERGED and not bool(np.all(np.isfinite(final_x))):
-        status, message = Status.DIVERGED, f"the final point is not finite ({message})"
-    success, why = decide_success(status, np.asarray(final_x, dtype=np.float64), fun, feasible)
-    if why and status is Status.CONVERGED:
-        message = f"{message}; but {why}"
-    if notes:
-        message = f"{message} [{'; '.join(notes)}]"
-    result = Result(
-        x=np.array(final_x, dtype=np.float64, copy=True),
-        fun=fun,
-        nit=nit,
-        nfev=oracle.calls,
-        status=status,
-        success=success,
-        message=message,
-        nfev_by_kind=dict(oracle.calls_by_kind),
-        nfev_by_purpose=dict(oracle.calls_by_purpose),
-        x_best=np.array(best["x"], dtype=np.float64, copy=True),
-        fun_best=float(best["fun"]),
-        solver=solver_name,
-        seed=seed,
-        trace=trace,
-        outputs={k: np.array(v, copy=True) for k, v in outs.items()},
-        measures=dict(last_measures),
-        elapsed=time.perf_counter() - wall0,
-        feasible=feasible,
-        max_violation=None if viol is None else float(viol),
-        feasibility_tol=feasibility_tol if kind == "constrained" else None,
-        notes=tuple(notes),
-    )
-    if failure is not None:
-        if isinstance(failure, KeyboardInterrupt):
-            raise RunFailedError("the run was interrupted; .result holds the last iterate", result) from None
-        raise RunFailedError(f"the run failed at iteration {nit + 1}: {message}", result) from failure
-    return result
+    return build_run(
+        problem, solver, estimator=estimator, estimator_params=estimator_params, rng=rng, max_iter=max_iter,
+        max_calls=max_calls, max_time=max_time, callback=callback, record_every=record_every, progress=progress,
+        x0=x0, executor=executor, chunks=chunks, block_rows=block_rows, nonfinite=nonfinite,
+        blas_threads=blas_threads, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
+        feasibility_tol=feasibility_tol, registry=registry, options=options, **solver_params,
+    ).run()

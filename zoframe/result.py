@@ -28,6 +28,7 @@ class Status(enum.IntEnum):
     ``MAX_TIME``: a budget ran out; not a failure of the run, but not a certificate either.
     ``CALLBACK``: the user's callback stopped the run. ``FAILED``: an error ended the run.
     ``DIVERGED``: the iterate or the solver's merit value blew up (non-finite or beyond a bound).
+    ``RUNNING``: the run has not ended (a Result taken from an ask/tell run in progress).
     Only ``CONVERGED`` can give ``Result.success``; see :func:`decide_success`.
     """
 
@@ -38,6 +39,7 @@ class Status(enum.IntEnum):
     CALLBACK = 4
     FAILED = 5
     DIVERGED = 6
+    RUNNING = 7
 
     @property
     def success(self) -> bool:

@@ -37,9 +37,15 @@ class SolverBase:
     Subclasses are frozen dataclasses; they set ``problem_kinds`` and implement ``init``/``step``.
     A field named ``estimator`` (``Estimator | None``) lets users swap the gradient estimator;
     :meth:`gradient_estimator` returns it, or the solver's default.
+
+    ``estimator_only_params`` names the parameters that reach nothing but the default estimator
+    (:meth:`default_estimator` reads ``q`` and ``mu``): ``minimize`` refuses them together with
+    ``estimator=``, since they would be ignored. A solver that also uses one of them elsewhere
+    (e.g. passes ``mu=self.mu`` to ``estimate``) removes it from this set.
     """
 
     problem_kinds: ClassVar[frozenset[str]] = frozenset()
+    estimator_only_params: ClassVar[frozenset[str]] = frozenset({"q", "mu"})
 
     def outputs(self, state: Any) -> Mapping[str, Array]:
         return {"x": state.x}

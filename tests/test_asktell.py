@@ -1,0 +1,232 @@
+"""Ask/tell (zoframe.Run): same Result as minimize, checked tells, shapes without callables, resume."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+import subprocess
+import sys
+import textwrap
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe import InvalidInputError, NonFiniteValueError, ProblemShape, Request, Run, ShapeError, Status
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "data" / "golden"
+
+
+def _golden() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("zoframe_golden_cases_at", GOLDEN_DIR / "make_golden.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+golden = _golden()
+
+
+def evaluate(problem: Any, req: Request) -> np.ndarray:
+    """What minimize would have computed for this request."""
+    if req.kind == "objective":
+        return np.asarray(problem.components(req.points, req.indices))
+    if req.kind == "constraint":
+        return np.asarray(problem.constraints(req.points, req.indices))
+    return np.asarray(problem.values(req.points, req.points_y, req.indices))
+
+
+def drive(run: Run, problem: Any, stop_after: int | None = None) -> int:
+    told = 0
+    while (req := run.ask()) is not None:
+        if stop_after is not None and told == stop_after:
+            break
+        run.tell(req, evaluate(problem, req))
+        told += 1
+    return told
+
+
+@pytest.mark.parametrize("case", sorted(golden.CASES))
+def test_ask_tell_gives_the_result_of_minimize_bit_for_bit(case: str) -> None:
+    """One solver of each family: zo-sgd, dszog, adszog, zo-gda, zo-sgda, zo-svrg-admm."""
+    prob_name, prob_args, solver, kwargs = golden.CASES[case]
+    problem = zoframe.default_registry().make_problem(prob_name, **prob_args)
+    ref = zoframe.minimize(problem, solver, **kwargs)
+    with Run(problem, solver, **kwargs) as run:
+        drive(run, problem)
+        res = run.result()
+    doc, arrays = golden.encode(ref)
+    assert golden.differences(res, doc, arrays, exact=True) == []
+    assert res.nfev_by_purpose == ref.nfev_by_purpose
+
+
+def ls_problem() -> zoframe.FiniteSum:
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((20, 4))
+    b = A @ np.arange(4.0)
+    return zoframe.FiniteSum(lambda X, idx: (X @ A[idx].T - b[idx]) ** 2, n=20, x0=np.zeros(4))
+
+
+def test_requests_say_what_to_compute_and_purposes_are_named() -> None:
+    prob = ls_problem()
+    run = Run(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2)
+    req = run.ask()
+    assert req is not None and req.kind == "objective" and req.purpose == "monitor"  # the record of x0
+    assert req.shape == (1, 20) and req.points.shape == (1, 4) and not req.points.flags.writeable
+    assert run.ask() is req  # asking again before telling: the same request
+    run.tell(req, evaluate(prob, req))
+    req = run.ask()
+    assert req is not None and req.purpose == "estimate" and req.shape == (3, 5)
+    run.close()
+
+
+def test_tells_are_checked_like_the_oracle_checks_a_function() -> None:
+    prob = ls_problem()
+    run = Run(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2)
+    req = run.ask()
+    assert req is not None
+    with pytest.raises(ShapeError, match=r"request #0.*shape \(1, 3\)"):
+        run.tell(req, np.zeros((1, 3)))
+    with pytest.raises(InvalidInputError, match="complex"):
+        run.tell(req, np.zeros((1, 20), dtype=complex))
+    bad = evaluate(prob, req).copy()
+    bad[0, 2] = np.nan
+    with pytest.raises(NonFiniteValueError, match=r"row 0 \(index 2\)"):
+        run.tell(req, bad)
+    run.tell(req, evaluate(prob, req))  # the request is still pending after a refused tell
+    with pytest.raises(InvalidInputError, match="tell the values of the request ask"):
+        run.tell(req, evaluate(prob, req))  # told twice
+    forged = Request(99, "objective", req.points, req.indices)
+    with pytest.raises(InvalidInputError, match="request #99"):
+        run.tell(forged, evaluate(prob, req))
+    run.close()
+
+
+def test_nonfinite_inf_policy_passes_values_to_the_oracle() -> None:
+    prob = ls_problem()
+    run = Run(prob, "zo-sgd", rng=0, max_iter=2, batch=5, q=2, nonfinite="inf")
+    req = run.ask()
+    assert req is not None
+    vals = evaluate(prob, req).copy()
+    vals[0, 0] = np.nan
+    run.tell(req, vals)  # accepted: the oracle turns it into +inf
+    drive(run, prob)
+    assert run.done and run.result().nit == 2
+
+
+def test_a_problem_declared_without_callables() -> None:
+    shape = ProblemShape(kind="finite_sum", dim=5, n=1, x0=np.zeros(5))
+    target = np.arange(5.0)
+    with Run(shape, "zo-sgd", rng=0, max_calls=2000, eta=0.1, q=4) as run:
+        first = run.ask()
+        assert first is not None and first.purpose == "estimate"  # no measures: nothing to monitor
+        while (req := run.ask()) is not None:
+            run.tell(req, ((req.points - target) ** 2).sum(axis=1))  # (k,) for one component
+        res = run.result()
+    assert res.status is Status.BUDGET and res.nfev <= 2000 and "monitor" not in res.nfev_by_purpose
+    assert set(res.trace.names) == {"iteration", "calls", "seconds"} and np.isnan(res.fun)
+    assert np.array_equal(res.x_best, res.x)  # without measures the best point is the last recorded
+    assert np.linalg.norm(res.x - target) < 0.1 * np.linalg.norm(target)
+
+
+def test_shapes_are_validated() -> None:
+    with pytest.raises(InvalidInputError, match="kind"):
+        ProblemShape(kind="sum", dim=2, x0=np.zeros(2))
+    with pytest.raises(ShapeError, match=r"x0 must have shape \(3,\)"):
+        ProblemShape(kind="finite_sum", dim=3, x0=np.zeros(2))
+    with pytest.raises(InvalidInputError, match="m >= 1"):
+        ProblemShape(kind="constrained", dim=3, x0=np.zeros(3))
+    with pytest.raises(InvalidInputError, match="dim_y"):
+        ProblemShape(kind="minimax", dim=3, x0=np.zeros(3))
+    shape = ProblemShape(kind="constrained", dim=3, m=4, n=2, x0=np.zeros(3))
+    with pytest.raises(zoframe.IncompatibleProblemError):
+        Run(shape, "zo-sgd", max_iter=3)
+    with pytest.raises(InvalidInputError, match="max_time"):
+        Run(shape, "dszog", max_time=1.0)
+
+
+def test_result_at_any_time_is_a_running_snapshot() -> None:
+    prob = ls_problem()
+    run = Run(prob, "zo-sgd", rng=0, max_iter=5, batch=5, q=2, record_every=1)
+    snap = run.result()
+    assert snap.status is Status.RUNNING and snap.nit == 0 and not snap.success
+    drive(run, prob, stop_after=7)
+    snap = run.result()
+    assert snap.status is Status.RUNNING and 0 < snap.nit < 5 and len(snap.trace) == snap.nit + 1
+    drive(run, prob)
+    final = run.result()
+    assert final.status is Status.MAX_ITER and final.nit == 5
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import zoframe
+    mode, path = sys.argv[1], sys.argv[2]
+    prob = zoframe.default_registry().make_problem("kkt-qp", dim=4, m=6, n=5, seed=2)
+    kw = dict(max_iter=12, record_every=3, eta_w=0.02, eta_p=0.05, beta=2.0, q=3, M1=2, M2=3, M3=3)
+
+    def ev(req):
+        if req.kind == "objective":
+            return prob.components(req.points, req.indices)
+        return prob.constraints(req.points, req.indices)
+
+    if mode == "first":
+        run = zoframe.Run(prob, "dszog", rng=5, **kw)
+        for _ in range(40):
+            req = run.ask()
+            run.tell(req, ev(req))
+        run.ask()  # a request is pending: checkpoint between ask and tell
+        run.save(path)
+        print(json.dumps({"pending": run.ask().id}))
+    else:
+        run = zoframe.Run(prob, "dszog", resume=path, **kw)
+        req = run.ask()
+        first = req.id
+        while req is not None:
+            run.tell(req, ev(req))
+            req = run.ask()
+        res = run.result()
+        ref = zoframe.minimize(prob, "dszog", rng=5, **kw)
+        same = (np.array_equal(res.x, ref.x) and res.fun == ref.fun and res.nfev == ref.nfev
+                and res.nfev_by_purpose == ref.nfev_by_purpose and res.message == ref.message
+                and all(np.array_equal(res.trace[k], ref.trace[k]) for k in ref.trace.names if k != "seconds"))
+        print(json.dumps({"first": first, "same": same}))
+    """
+)
+
+
+def test_checkpoint_between_ask_and_tell_resumes_in_another_process(tmp_path: Path) -> None:
+    import json
+
+    script = tmp_path / "driver.py"
+    script.write_text(SCRIPT)
+    path = str(tmp_path / "asktell.npz")
+    one = subprocess.run([sys.executable, str(script), "first", path], capture_output=True, text=True, timeout=120)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([sys.executable, str(script), "second", path], capture_output=True, text=True, timeout=120)
+    assert two.returncode == 0, two.stderr
+    first, second = json.loads(one.stdout.strip().splitlines()[-1]), json.loads(two.stdout.strip().splitlines()[-1])
+    assert second["first"] == first["pending"] == 40  # the pending request is asked again, nothing before it
+    assert second["same"] is True
+
+
+def test_resume_refuses_other_settings(tmp_path: Path) -> None:
+    prob = ls_problem()
+    run = Run(prob, "zo-sgd", rng=0, max_iter=4, batch=5, q=2)
+    drive(run, prob, stop_after=3)
+    path = run.save(tmp_path / "c")
+    run.close()
+    with pytest.raises(InvalidInputError, match="eta"):
+        Run(prob, "zo-sgd", max_iter=4, batch=5, q=2, eta=0.5, resume=path)
+    with pytest.raises(InvalidInputError, match="seed"):
+        Run(prob, "zo-sgd", rng=1, max_iter=4, batch=5, q=2, resume=path)
+    resumed = Run(prob, "zo-sgd", max_iter=4, batch=5, q=2, resume=path)
+    drive(resumed, prob)
+    ref = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=4, batch=5, q=2)
+    assert np.array_equal(resumed.result().x, ref.x)

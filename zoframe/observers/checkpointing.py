@@ -1,0 +1,115 @@
+"""The checkpoint observer: writes the run every ``every`` iterations and at the end; restores it.
+
+A checkpoint holds the solver's state, the generator's state, the counters, the iteration count,
+the solver's time and the state of every observer that keeps one (the trace, the best point),
+plus what must not change on resume: the solver's name, its parameters and the seed
+(:func:`check_resume` refuses a resume that differs, naming what differs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+import dataclasses
+import os
+from typing import Any, Protocol
+
+import numpy as np
+
+from zoframe import checkpoint as ckpt
+from zoframe.errors import InvalidInputError
+from zoframe.protocols import Array
+from zoframe.run import RunLoop, Stop
+
+
+class Stateful(Protocol):
+    """An observer whose state goes into checkpoints."""
+
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, Array]]: ...
+
+    def restore(self, meta: Mapping[str, Any], arrays: Mapping[str, Array]) -> None: ...
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return repr(value)
+
+
+def solver_params(solver: Any) -> dict[str, Any]:
+    """A solver's parameters as plain JSON data (non-plain values by their ``repr``)."""
+    if not dataclasses.is_dataclass(solver) or isinstance(solver, type):
+        return {}
+    return {f.name: _plain(getattr(solver, f.name)) for f in dataclasses.fields(solver) if f.init}
+
+
+def check_resume(path: str | os.PathLike[str], meta: Mapping[str, Any], solver_name: str, params: Mapping[str, Any],
+                 seed: int | None) -> None:
+    """Refuse to resume a checkpoint under another solver, other parameters or another seed."""
+    if meta.get("solver") != solver_name:
+        raise InvalidInputError(f"checkpoint {path} was written by solver {meta.get('solver')!r}, not {solver_name!r}")
+    stored = meta.get("solver_params")
+    if stored is not None:
+        keys = sorted(set(stored) | set(params))
+        diff = [f"{k}: {stored.get(k, '<unset>')!r} in the checkpoint, {params.get(k, '<unset>')!r} now"
+                for k in keys if stored.get(k) != params.get(k)]
+        if diff:
+            raise InvalidInputError(
+                f"checkpoint {path} was written with other parameters of {solver_name!r} ({'; '.join(diff)}); "
+                "resume with the checkpoint's parameters, or start a new run"
+            )
+    if seed is not None and meta.get("seed") != seed:
+        raise InvalidInputError(
+            f"checkpoint {path} was written with seed {meta.get('seed')!r}, not {seed!r}; resume with "
+            "rng=None (the checkpoint's generator continues) or start a new run"
+        )
+
+
+class Checkpointer:
+    """Saves the run to ``path`` every ``every`` iterations (``None``: only at the end)."""
+
+    def __init__(self, path: str | os.PathLike[str], every: int | None, parts: Sequence[Stateful],
+                 meta: Mapping[str, Any]) -> None:
+        self.path = path
+        self.every = every
+        self.parts = tuple(parts)
+        self.meta = dict(meta)
+
+    def start(self, loop: RunLoop) -> Stop | None:
+        return None
+
+    def iteration(self, loop: RunLoop) -> Stop | None:
+        if self.every and loop.nit % self.every == 0:
+            self.save(loop)
+        return None
+
+    def end(self, loop: RunLoop) -> None:
+        if loop.state is not None:
+            self.save(loop)
+
+    def save(self, loop: RunLoop) -> None:
+        meta: dict[str, Any] = {
+            **self.meta,
+            "solver": loop.solver_name,
+            "seed": loop.seed,
+            "nit": loop.nit,
+            "seconds": loop.seconds,
+            "counters": loop.oracle.snapshot(),
+        }
+        arrays: dict[str, Array] = {}
+        for part in self.parts:
+            m, a = part.snapshot()
+            meta.update(m)
+            arrays.update(a)
+        ckpt.save(self.path, loop.state, loop.rng, meta, arrays)
+
+
+def restore(path: str | os.PathLike[str], parts: Sequence[Stateful]) -> tuple[Any, np.random.Generator, dict[str, Any]]:
+    """Read a checkpoint and restore ``parts``: ``(state, generator, meta)``."""
+    state, gen, meta, arrays = ckpt.load(path)
+    for part in parts:
+        part.restore(meta, arrays)
+    return state, gen, meta

@@ -1,0 +1,178 @@
+"""The trace recorder: ``iteration``, ``calls``, ``seconds`` and the problem's measures along a run.
+
+Measures are computed by the problem (:class:`~zoframe.protocols.HasMeasures`) through the
+oracle's monitor: those evaluations are counted under the purpose ``"monitor"``. For a problem
+that declares ``monitor_free = True`` (a registered benchmark whose functions are cheap white-box
+formulas) they are free. For any other problem they are real calls of the user's black box and
+:class:`MonitorBudget` pays them from ``max_calls``:
+
+* the solver's budget shrinks by what the monitor spent, so the solver's evaluations plus the
+  monitor's never exceed ``max_calls`` (``Result.nfev`` counts the solver's,
+  ``Result.nfev_by_purpose["monitor"]`` the monitor's);
+* the cost of one record, measured at the first record, is kept back for the final point, so a
+  run that spends its budget still reports ``fun`` at its last iterate;
+* a record that would exceed what is left is skipped (no trace row; the run goes on), never a
+  failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+import math
+from typing import Any
+
+import numpy as np
+
+from zoframe.errors import BudgetExhausted
+from zoframe.oracle import CountingOracle, MonitorOracle
+from zoframe.protocols import Array
+from zoframe.run import RunLoop, Stop, x_is_finite
+
+
+def _rows(X: Any) -> int:
+    return 1 if np.ndim(X) <= 1 else int(np.shape(X)[0])
+
+
+def _count(idx: Any, size: int) -> int:
+    return size if idx is None else max(1, int(np.size(idx)))
+
+
+class MonitorBudget(MonitorOracle):
+    """A monitor whose evaluations count against ``max_calls`` (problems not ``monitor_free``).
+
+    Each evaluation is refused (:class:`~zoframe.errors.BudgetExhausted`) *before* it runs when it
+    would exceed :attr:`allowance`; the recorder sets the allowance before each record and lowers
+    the oracle's limit for the solver after it.
+    """
+
+    def __init__(self, oracle: CountingOracle, max_calls: int) -> None:
+        super().__init__(oracle)
+        self.oracle = oracle
+        self.max_calls = max_calls
+        self.reserve = 0  # the cost of one record, kept back for the final one
+        self.allowance = 0
+
+    @property
+    def spent(self) -> int:
+        return int(self.oracle.calls_by_purpose.get("monitor", 0))
+
+    def open(self, final: bool) -> None:
+        """Before a record: what it may spend (the reserve only for the final record)."""
+        self.allowance = self.max_calls - self.oracle.calls - self.spent - (0 if final else self.reserve)
+
+    def close(self, cost: int, first: bool) -> None:
+        """After a record of ``cost`` evaluations: keep back the cost of one record, shrink the solver's limit."""
+        if first:
+            self.reserve = cost
+        self.oracle.max_calls = max(self.oracle.calls, self.max_calls - self.spent - self.reserve)
+
+    def _take(self, cost: int) -> None:
+        if cost > self.allowance:
+            raise BudgetExhausted(cost, self.oracle.calls + self.spent, self.max_calls)
+        self.allowance -= cost
+
+    def objective(self, X: Any, idx: Any = None) -> Array:
+        self._take(_rows(X) * _count(idx, self.oracle.n))
+        return super().objective(X, idx)
+
+    def constraints(self, X: Any, idx: Any = None) -> Array:
+        self._take(_rows(X) * _count(idx, self.oracle.m))
+        return super().constraints(X, idx)
+
+    def minimax(self, X: Any, Y: Any, idx: Any = None) -> Array:
+        self._take(max(_rows(X), _rows(Y)) * _count(idx, self.oracle.n))
+        return super().minimax(X, Y, idx)
+
+
+class TraceRecorder:
+    """Records a row every ``every`` iterations (``0``: only the first and the last iterate).
+
+    ``measure(outputs, monitor)`` is the problem's ``measures`` (``None``: no measures, the trace
+    holds ``iteration``, ``calls`` and ``seconds``). ``listeners`` see each recorded row with its
+    point (the best-point tracker). A non-finite iterate is never measured: the record stops the
+    run with ``DIVERGED`` instead.
+    """
+
+    def __init__(
+        self,
+        every: int,
+        measure: Callable[[Mapping[str, Array], MonitorOracle], Mapping[str, float]] | None,
+        monitor: MonitorOracle,
+        listeners: tuple[Any, ...] = (),
+    ) -> None:
+        self.every = every
+        self.measure = measure
+        self.monitor = monitor
+        self.budget = monitor if isinstance(monitor, MonitorBudget) else None
+        self.listeners = listeners
+        self.columns: dict[str, list[float]] = {"iteration": [], "calls": [], "seconds": []}
+        self.skipped = 0  # records skipped because the budget could not pay their evaluations
+
+    def start(self, loop: RunLoop) -> Stop | None:
+        return self.record(loop)
+
+    def iteration(self, loop: RunLoop) -> Stop | None:
+        if self.every and loop.nit % self.every == 0:
+            return self.record(loop)
+        return None
+
+    def end(self, loop: RunLoop) -> None:
+        it = self.columns["iteration"]
+        if loop.state is None or (it and it[-1] == loop.nit):
+            return
+        try:
+            stop = self.record(loop, final=True)
+        except Exception:  # a failing measure must not lose the run
+            return
+        if stop is not None and loop.failure is None:
+            loop.stop = stop
+
+    def record(self, loop: RunLoop, final: bool = False) -> Stop | None:
+        outs = loop.outputs()
+        if not x_is_finite(outs["x"]):
+            return loop.diverged(checked_every_step=False)
+        ms: dict[str, float] = {}
+        if self.measure is not None:
+            if self.budget is None:
+                ms = {k: float(v) for k, v in self.measure(outs, self.monitor).items()}
+            else:
+                spent = self.budget.spent
+                self.budget.open(final)
+                try:
+                    ms = {k: float(v) for k, v in self.measure(outs, self.monitor).items()}
+                except BudgetExhausted:
+                    self.skipped += 1
+                    return None  # no budget left to measure: skip the record, not the run
+                finally:
+                    self.budget.close(self.budget.spent - spent, first=not self.columns["iteration"])
+        columns = self.columns
+        n_prev = len(columns["iteration"])
+        for key in ms:
+            if key not in columns:
+                columns[key] = [math.nan] * n_prev
+        for key, col in columns.items():
+            if key == "iteration":
+                col.append(float(loop.nit))
+            elif key == "calls":
+                col.append(float(loop.calls))
+            elif key == "seconds":
+                col.append(loop.seconds)
+            else:
+                col.append(ms.get(key, math.nan))
+        for listener in self.listeners:
+            listener.seen(ms, outs["x"])
+        loop.row = loop.measures = ms
+        return None
+
+    # checkpoints
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, Array]]:
+        meta: dict[str, Any] = {"trace_columns": list(self.columns)}
+        if self.budget is not None:
+            meta["monitor_reserve"] = self.budget.reserve
+        return meta, {f"trace.{k}": np.asarray(v, dtype=np.float64) for k, v in self.columns.items()}
+
+    def restore(self, meta: Mapping[str, Any], arrays: Mapping[str, Array]) -> None:
+        self.columns = {key: [float(v) for v in arrays[f"trace.{key}"]] for key in meta["trace_columns"]}
+        if self.budget is not None:
+            self.budget.reserve = int(meta.get("monitor_reserve", 0))
+            self.budget.close(0, first=False)

@@ -1,0 +1,254 @@
+"""The run loop: ``init`` / ``step`` / ``terminate`` under budgets, with observers for the rest.
+
+A :class:`RunLoop` owns exactly what every way of running a solver shares: the solver's state, the
+iteration count, the solver's own time, the budgets on iterations and seconds (the budget on oracle
+calls is the oracle's), the solver's stopping rule, the detection of a non-finite iterate and the
+assembly of the :class:`~zoframe.result.Result`. Everything else is an *observer* with one job, in
+:mod:`zoframe.observers`: the trace recorder, the best-point tracker, the checkpoint writer, the
+progress bar and the user's callback. :func:`zoframe.minimize` builds a loop and its observers and
+calls :meth:`RunLoop.run`; :class:`zoframe.Run` drives the same loop through ask/tell.
+
+The loop::
+
+    state = solver.init(oracle, x0, rng)        # then every observer's start()
+    while no stop:
+        stop = max_iter or max_time reached
+        state = solver.step(oracle, state, rng)  # timed: Result.trace["seconds"]
+        stop = non-finite iterate, or an observer's iteration() (the callback), or solver.terminate()
+    every observer's end()                       # final trace record, last checkpoint
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+import math
+import time
+from typing import Any, Protocol
+
+import numpy as np
+
+from zoframe.errors import BudgetExhausted, DivergedError
+from zoframe.oracle import CountingOracle
+from zoframe.protocols import Array
+from zoframe.result import Result, Status, Trace, decide_success
+
+__all__ = ["Observer", "RunLoop", "Stop", "x_is_finite"]
+
+#: why a run stops: its status and a message
+Stop = tuple[Status, str]
+
+
+def x_is_finite(x: Array) -> bool:
+    """Whether every entry of ``x`` is finite (one fused pass; the exact test only when it fails)."""
+    flat = np.asarray(x).reshape(-1)
+    return math.isfinite(float(flat @ flat)) or bool(np.isfinite(flat).all())
+
+
+class Observer(Protocol):
+    """One concern of a run (trace, best point, checkpoints, progress, callback).
+
+    ``start(loop)`` runs after ``init`` (iteration 0), ``iteration(loop)`` after every step (a
+    returned :data:`Stop` ends the run: the callback uses it), ``end(loop)`` once after the loop,
+    also when it failed (``loop.failure`` is then set).
+    """
+
+    def start(self, loop: RunLoop) -> Stop | None: ...
+
+    def iteration(self, loop: RunLoop) -> Stop | None: ...
+
+    def end(self, loop: RunLoop) -> None: ...
+
+
+class RunLoop:
+    """One run of a solver: ``init`` / ``step`` / ``terminate`` under budgets, observers notified.
+
+    ``state``, ``nit`` and ``seconds`` may be given to continue a run (checkpoint resume).
+    ``check_every_step``: test the iterate for non-finite entries after every step (else only at
+    trace records and at the end; a non-finite point then usually shows up first as a non-finite
+    function value, which the oracle reports).
+    """
+
+    def __init__(
+        self,
+        solver: Any,
+        oracle: CountingOracle,
+        x0: Array,
+        rng: np.random.Generator,
+        *,
+        solver_name: str,
+        seed: int | None,
+        max_iter: int | None = None,
+        max_calls: int | None = None,
+        max_time: float | None = None,
+        observers: Sequence[Observer] = (),
+        state: Any = None,
+        nit: int = 0,
+        seconds: float = 0.0,
+        check_every_step: bool = False,
+        notes: Sequence[str] = (),
+        feasibility_tol: float = 1e-3,
+    ) -> None:
+        self.solver = solver
+        self.oracle = oracle
+        self.x0 = x0
+        self.rng = rng
+        self.solver_name = solver_name
+        self.seed = seed
+        self.max_iter = max_iter
+        self.max_calls = max_calls
+        self.max_time = max_time
+        self.observers = tuple(observers)
+        self.state = state
+        self.nit = nit
+        self.seconds = seconds
+        self.check_every_step = check_every_step
+        self.notes = list(notes)
+        self.feasibility_tol = feasibility_tol
+        self.stop: Stop | None = None
+        self.failure: BaseException | None = None
+        #: measures recorded at the current iteration (set by the trace recorder), else None
+        self.row: dict[str, float] | None = None
+        #: measures at the last trace record
+        self.measures: dict[str, float] = {}
+        term = getattr(solver, "terminate", None)
+        self._terminate = term if callable(term) else None
+        out = getattr(solver, "outputs", None)
+        self._outputs = out if callable(out) else None
+        self._wall0 = time.perf_counter()
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> None:
+        """Run until a budget, the callback, the solver's rule or an error stops it."""
+        try:
+            if self.state is None:
+                self.init()
+            while self.stop is None:
+                self.stop = self.budget_reached()
+                if self.stop is None:
+                    self.step()
+                    self.stop = self.after_step()
+        except (Exception, KeyboardInterrupt) as exc:  # each kind of stop is sorted out in one place
+            self.stop = self.stopped_by(exc)
+        self.finish()
+
+    def init(self) -> None:
+        t0 = time.perf_counter()
+        self.state = self.solver.init(self.oracle, self.x0, self.rng)
+        self.seconds += time.perf_counter() - t0
+        for obs in self.observers:
+            stop = obs.start(self)
+            if stop is not None:
+                self.stop = stop
+                return
+
+    def budget_reached(self) -> Stop | None:
+        if self.max_iter is not None and self.nit >= self.max_iter:
+            return Status.MAX_ITER, f"reached max_iter={self.max_iter}"
+        if self.max_time is not None and self.seconds >= self.max_time:
+            return Status.MAX_TIME, f"reached max_time={self.max_time} s"
+        return None
+
+    def step(self) -> None:
+        t0 = time.perf_counter()
+        state = self.solver.step(self.oracle, self.state, self.rng)
+        self.seconds += time.perf_counter() - t0
+        self.state = state
+        self.nit += 1
+        self.row = None
+
+    def after_step(self) -> Stop | None:
+        if self.check_every_step and not x_is_finite(self.state.x):
+            return self.diverged()
+        for obs in self.observers:
+            stop = obs.iteration(self)
+            if stop is not None:
+                return stop
+        reason = self._terminate(self.state) if self._terminate is not None else None
+        if reason:
+            # a reason may carry its own status (e.g. BUDGET when a solver ends on a reserve)
+            return Status(getattr(reason, "status", Status.CONVERGED)), str(reason)
+        return None
+
+    def diverged(self, checked_every_step: bool = True) -> Stop:
+        """The stop for a non-finite iterate, saying at which iteration it was seen."""
+        if checked_every_step:
+            return Status.DIVERGED, f"the iterate became non-finite at iteration {self.nit}"
+        return Status.DIVERGED, f"the iterate is not finite at iteration {self.nit} (checked at trace records)"
+
+    def stopped_by(self, exc: BaseException) -> Stop:
+        """The status of a run that an exception ended (the failure is kept for :meth:`result`)."""
+        if isinstance(exc, BudgetExhausted):
+            limit = self.max_calls if self.max_calls is not None else exc.limit
+            return Status.BUDGET, f"reached max_calls={limit} (next batch needed {exc.requested})"
+        if isinstance(exc, DivergedError):
+            return Status.DIVERGED, f"diverged at iteration {self.nit + 1}: {exc}"
+        if isinstance(exc, KeyboardInterrupt):
+            self.failure = KeyboardInterrupt()
+            return Status.FAILED, "interrupted"
+        self.failure = exc  # keep what we had, then re-raise with the partial result attached
+        return Status.FAILED, f"{type(exc).__name__}: {exc}"
+
+    def finish(self) -> None:
+        for obs in self.observers:
+            obs.end(self)
+        if self.state is None and self.failure is not None:
+            raise self.failure  # nothing to report: the run failed before its first state
+
+    # ------------------------------------------------------------------ what observers read
+    def outputs(self, state: Any = None) -> dict[str, Array]:
+        """The solver's report of ``state`` (default: the current one), at least ``{"x": ...}``."""
+        st = self.state if state is None else state
+        if self._outputs is not None:
+            return {k: np.asarray(v) for k, v in self._outputs(st).items()}
+        return {"x": np.asarray(st.x)}
+
+    @property
+    def calls(self) -> int:
+        return self.oracle.calls
+
+    # ------------------------------------------------------------------ the result
+    def result(self, best: Any = None, trace: Mapping[str, Sequence[float]] | None = None) -> Result:
+        """The frozen :class:`Result` of the run (``best``: the best-point tracker, if any)."""
+        status, message = self.stop if self.stop is not None else (Status.RUNNING, "the run has not ended")
+        if self.state is None:
+            outs: dict[str, Array] = {"x": self.x0}  # the budget ran out during init: the start
+        else:
+            outs = self.outputs()
+        final_x = outs["x"]
+        ms = self.measures
+        fun = float(ms.get("fun", math.nan))
+        viol = ms.get("max_violation")
+        kind = self.oracle.kind
+        feasible = None if viol is None or kind != "constrained" else bool(float(viol) <= self.feasibility_tol)
+        if status is Status.CONVERGED and not x_is_finite(final_x):
+            status, message = Status.DIVERGED, f"the final point is not finite ({message})"
+        success, why = decide_success(status, np.asarray(final_x, dtype=np.float64), fun, feasible)
+        if why and status is Status.CONVERGED:
+            message = f"{message}; but {why}"
+        if self.notes:
+            message = f"{message} [{'; '.join(self.notes)}]"
+        x_best = final_x if best is None else best.x
+        fun_best = fun if best is None else best.fun
+        return Result(
+            x=np.array(final_x, dtype=np.float64, copy=True),
+            fun=fun,
+            nit=self.nit,
+            nfev=self.oracle.calls,
+            status=status,
+            success=success,
+            message=message,
+            nfev_by_kind=dict(self.oracle.calls_by_kind),
+            nfev_by_purpose=dict(self.oracle.calls_by_purpose),
+            x_best=np.array(x_best, dtype=np.float64, copy=True),
+            fun_best=float(fun_best),
+            solver=self.solver_name,
+            seed=self.seed,
+            trace=Trace({k: np.asarray(v, dtype=np.float64) for k, v in (trace or {}).items()}),
+            outputs={k: np.array(v, copy=True) for k, v in outs.items()},
+            measures=dict(ms),
+            elapsed=time.perf_counter() - self._wall0,
+            feasible=feasible,
+            max_violation=None if viol is None else float(viol),
+            feasibility_tol=self.feasibility_tol if kind == "constrained" else None,
+            notes=tuple(self.notes),
+        )
