@@ -30,9 +30,7 @@ _FENCE_OPEN = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`
 
 #: Files whose examples are known to fail, with why; each is an xfail shown in the summary (-ra).
 #: Fix the file and remove its entry.
-KNOWN_BROKEN: dict[str, str] = {
-    "docs/writing-a-plugin.md": "fragments: block 1 needs dataclass/param imports, block 2 Array, block 4 a `problem`",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
