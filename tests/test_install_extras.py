@@ -72,7 +72,7 @@ CHILD = textwrap.dedent(
         prob = zoframe.Constrained(lambda X: ((X - 2.0) ** 2).sum(axis=1),
                                    lambda X, idx: X[:, idx] - 1.0, m=d, x0=np.zeros(d))
         res = zoframe.minimize(prob, "adszog", rng=0, max_iter=2000, M1=1, M2=d, M3=d, restore_after=1000)
-        return [float(res.fun), float(np.max(res.x)), bool(res.success)]
+        return [float(res.fun), float(np.max(res.x)), bool(res.feasible)]
 
     def cli_list():
         from zoframe.cli import main
@@ -108,6 +108,18 @@ CHILD = textwrap.dedent(
         from zoframe_minimax.reproduce import plot
         plot(Path(tempfile.mkdtemp()), {}, 0.01)
 
+    def trace_plot():
+        prob = zoframe.FiniteSum(lambda X: (X ** 2).sum(axis=1), x0=np.ones(3))
+        zoframe.plot.trace(zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=5, eta=0.05))
+
+    def save_and_load():
+        prob = zoframe.FiniteSum(lambda X: (X ** 2).sum(axis=1), x0=np.ones(3))
+        res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=5, eta=0.05)
+        base = str(Path(tempfile.mkdtemp()) / "run")
+        res.save(base)
+        back = zoframe.Result.load(base)
+        return [back.x.tobytes() == res.x.tobytes(), back.nfev == res.nfev]
+
     def dask_executor():
         from zoframe.cli import main
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
@@ -122,6 +134,8 @@ CHILD = textwrap.dedent(
     attempt("sklearn_bundled", sklearn_bundled)
     attempt("matplotlib_figure", matplotlib_figure)
     attempt("dask_executor", dask_executor)
+    attempt("trace_plot", trace_plot)
+    attempt("save_and_load", save_and_load)
     print("REPORT " + json.dumps(report))
     """
 )
@@ -167,8 +181,14 @@ def test_minimize_on_user_problems_works_with_the_core_install(core_report: dict
     assert fun < 0.05 * fun0 and nfev > 0
     con = core_report["minimize_constrained"]
     assert con["ok"], con
-    fun, xmax, success = con["value"]
-    assert success and xmax <= 1.0 + 1e-3 and abs(fun - 4.0) < 0.05  # x = 1: objective d * (2 - 1)^2 = 4
+    fun, xmax, feasible = con["value"]
+    assert feasible and xmax <= 1.0 + 1e-3 and abs(fun - 4.0) < 0.05  # x = 1: objective d * (2 - 1)^2 = 4
+
+
+def test_save_and_load_need_no_extra(core_report: dict[str, Any]) -> None:
+    res = core_report["save_and_load"]
+    assert res["ok"], res
+    assert res["value"] == [True, True]
 
 
 def test_the_cli_lists_every_plugin_with_the_core_install(core_report: dict[str, Any]) -> None:
@@ -189,6 +209,7 @@ def test_the_cli_lists_every_plugin_with_the_core_install(core_report: dict[str,
         ("sklearn_libsvm", "data", "scikit-learn"),
         ("sklearn_bundled", "data", "scikit-learn"),
         ("matplotlib_figure", "plot", "matplotlib"),
+        ("trace_plot", "plot", "matplotlib"),
         ("dask_executor", "distributed", "dask[distributed]"),
     ],
 )
