@@ -1,0 +1,704 @@
+"""Peer solvers run through zoframe's counting oracle: scipy, pycma and nevergrad.
+
+A peer is an established derivative-free optimiser from another library. Here each one is a solver
+like every other (``problem_kinds``, ``init``, ``step``), so its evaluations go through the same
+:class:`~zoframe.oracle.CountingOracle`, its budget is the same exact ``max_calls`` and its result is
+the same :class:`~zoframe.result.Result`.
+
+How calls map: a peer sees the problem as one function of ``x``. One peer point costs one objective
+call over **all** ``n`` components (``oracle.objective(X)``, ``n`` evaluations of kind
+``objective``; the peer gets their mean, the problem's ``f``) plus, for a constrained problem, one
+call of all ``m`` constraints (``m`` evaluations of kind ``constraint``): ``n + m`` evaluations per
+point, the papers' "full-evaluation equivalent". Before a point is evaluated the peer checks that the
+whole ``n + m`` fits in what is left of ``max_calls``; when it does not, the run ends with status
+``BUDGET`` and nothing past the budget is evaluated (at most ``n + m - 1`` evaluations are left
+unused).
+
+Stepping: pycma and nevergrad have an ask-and-tell interface, so one ``step`` is one CMA-ES
+generation (``popsize`` points, evaluated as one batch) or ``points_per_step`` nevergrad points.
+scipy's minimisers own their loop; they run in a helper thread that hands control back to the driver
+every ``points_per_step`` points (one handoff at a time: the run stays deterministic), so the driver
+records the trace, calls the callback and applies ``max_iter`` / ``max_time`` between chunks.
+
+The state's ``x`` is always the peer's best point so far (feasible points first: violation at most
+``feas_tol``, then the lowest ``f``), so the ``Result`` reports the best point found even when the
+budget ends in the middle of the peer's run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+import contextlib
+from dataclasses import dataclass, field
+import math
+import threading
+from typing import Any, ClassVar
+import warnings
+import weakref
+
+import numpy as np
+
+from zoframe._optional import require
+from zoframe.errors import BudgetExhausted, IncompatibleProblemError, InvalidParameterError, ZoframeError
+from zoframe.oracle import CountingOracle
+from zoframe.protocols import Array
+from zoframe.result import Status
+from zoframe.sets import Box
+from zoframe.solver import SolverBase, StopReason, check_int, check_positive
+from zoframe.specs import param
+
+__all__ = [
+    "CMAES",
+    "COBYLA",
+    "COBYQA",
+    "NGCobyla",
+    "NGOpt",
+    "NelderMead",
+    "PeerState",
+    "Powell",
+    "evaluate_points",
+    "point_cost",
+]
+
+_PURPOSE = "peer"
+
+
+# --------------------------------------------------------------------------- evaluation
+def point_cost(oracle: CountingOracle) -> int:
+    """Evaluations of one peer point: all ``n`` components, plus all ``m`` constraints if constrained."""
+    return oracle.n + (oracle.m if oracle.kind == "constrained" else 0)
+
+
+def affordable(oracle: CountingOracle, k: int) -> int:
+    """How many of ``k`` points fit, whole, in the remaining budget."""
+    rem = oracle.remaining
+    return k if rem is None else min(k, rem // point_cost(oracle))
+
+
+def evaluate_points(oracle: CountingOracle, X: Array) -> tuple[Array, Array, Array | None]:
+    """``f`` ``(k,)``, violation ``max_j max(f_j, 0)`` ``(k,)`` and constraints ``(k, m)`` at the rows of ``X``.
+
+    Two oracle calls (objective over all ``n``, constraints over all ``m``); raises
+    :class:`BudgetExhausted` before any evaluation unless all ``k`` points fit in the budget.
+    """
+    k = X.shape[0]
+    cost = point_cost(oracle)
+    rem = oracle.remaining
+    if rem is not None and k * cost > rem:
+        raise BudgetExhausted(k * cost, oracle.calls, int(oracle.max_calls or 0))
+    F = oracle.objective(X, purpose=_PURPOSE).mean(axis=1)
+    if oracle.kind != "constrained":
+        return F, np.zeros(k), None
+    G = oracle.constraints(X, purpose=_PURPOSE)
+    return F, np.maximum(G, 0.0).max(axis=1), G
+
+
+class _Best:
+    """The peer's best point so far: feasible (violation <= tol) first, then the lowest ``f``."""
+
+    def __init__(self, x0: Array, tol: float) -> None:
+        self.x = np.array(x0, dtype=np.float64, copy=True)
+        self.fun = math.inf
+        self.violation = math.inf
+        self.points = 0
+        self.tol = tol
+        self._key: tuple[float, float] = (math.inf, math.inf)
+
+    def observe(self, X: Array, F: Array, V: Array) -> None:
+        self.points += X.shape[0]
+        viol = np.where(V <= self.tol, 0.0, V)
+        fun = np.where(np.isnan(F), np.inf, F)
+        r = int(np.lexsort((fun, viol))[0])  # lowest violation class, then lowest f
+        key = (float(viol[r]), float(fun[r]))
+        if key < self._key:
+            self._key = key
+            self.x = np.array(X[r], dtype=np.float64, copy=True)
+            self.fun = float(F[r])
+            self.violation = float(V[r])
+
+
+# --------------------------------------------------------------------------- state
+@dataclass(frozen=True)
+class PeerState:
+    """What the driver sees of a peer: its best point so far and whether the peer has stopped.
+
+    ``session`` is the peer's own (mutable) machinery: a pycma / nevergrad optimiser, or a scipy
+    run paused in its thread. Peers therefore do not write checkpoints.
+    """
+
+    x: Array
+    fun: float
+    violation: float
+    points: int
+    done: bool = False
+    message: str = ""
+    status: Status = Status.CONVERGED
+    session: Any = field(default=None, repr=False, compare=False)
+
+
+def _state(session: _Session, best: _Best) -> PeerState:
+    return PeerState(
+        x=best.x, fun=best.fun, violation=best.violation, points=best.points, done=session.done,
+        message=session.message, status=session.status, session=session,
+    )
+
+
+class _Session:
+    """One peer run. ``advance`` runs the peer for one chunk; ``done``/``message``/``status`` after."""
+
+    def __init__(self, best: _Best) -> None:
+        self.best = best
+        self.done = False
+        self.message = ""
+        self.status = Status.CONVERGED
+
+    def finish(self, message: str, status: Status) -> None:
+        self.done, self.message, self.status = True, message, status
+
+    def budget(self, oracle: CountingOracle) -> None:
+        cost = point_cost(oracle)
+        self.finish(
+            f"reached max_calls: {oracle.calls} evaluations used, {oracle.remaining} left, fewer than one "
+            f"peer point ({cost} = n + m)", Status.BUDGET,
+        )
+
+    def advance(self, oracle: CountingOracle) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _box(oracle: CountingOracle) -> tuple[Array, Array] | None:
+    """The problem's bounds as two arrays, or ``None`` (unbounded)."""
+    s = oracle.feasible_set
+    if s is None:
+        return None
+    lo = np.broadcast_to(np.asarray(s.lower, dtype=np.float64), (oracle.dim,)).copy()  # type: ignore[attr-defined]
+    hi = np.broadcast_to(np.asarray(s.upper, dtype=np.float64), (oracle.dim,)).copy()  # type: ignore[attr-defined]
+    return lo, hi
+
+
+def _points_budget(oracle: CountingOracle, maxfev: int | None, default: int) -> int:
+    """The number of peer points to announce to a peer that wants a budget up front."""
+    if maxfev is not None:
+        return maxfev
+    rem = oracle.remaining
+    return default if rem is None else max(1, rem // point_cost(oracle))
+
+
+@dataclass(frozen=True)
+class _PeerBase(SolverBase):
+    """What every peer shares: kinds, box-only feasible sets, the best-point rule and the stop rule."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum", "constrained"})
+    peer_name: ClassVar[str] = ""
+
+    def _check(self) -> None:
+        tol = getattr(self, "feas_tol", 0.0)
+        if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol >= 0):
+            raise InvalidParameterError(f"feas_tol must be a finite number >= 0, got {tol!r}")
+        pps = getattr(self, "points_per_step", None)
+        if pps is not None:
+            check_int("points_per_step", pps)
+        mf = getattr(self, "maxfev", None)
+        if mf is not None:
+            check_int("maxfev", mf)
+
+    def validate(self, oracle: CountingOracle) -> None:
+        s = oracle.feasible_set
+        if s is not None and not isinstance(s, Box):
+            raise IncompatibleProblemError(
+                f"the peer {self.peer_name!r} handles simple bounds only; this problem's feasible set is a "
+                f"{type(s).__name__}. Use a zoframe solver with projections (e.g. zo-sgd), or state the set "
+                "as constraints of a constrained problem"
+            )
+
+    def terminate(self, state: PeerState) -> str | None:
+        if state.done:
+            return StopReason(state.message, state.status)
+        return None
+
+    def outputs(self, state: PeerState) -> Mapping[str, Array]:
+        return {"x": state.x}
+
+    def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> PeerState:
+        best = _Best(x0, float(getattr(self, "feas_tol", 1e-6)))
+        session = self._session(oracle, np.array(x0, dtype=np.float64, copy=True), rng, best)
+        return _state(session, best)
+
+    def step(self, oracle: CountingOracle, state: PeerState, rng: np.random.Generator) -> PeerState:
+        session: _Session = state.session
+        if not session.done:
+            session.advance(oracle)
+        return _state(session, session.best)
+
+    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
+        raise NotImplementedError  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- scipy (threaded)
+class _Cancelled(BaseException):
+    """Ends an abandoned scipy run in its thread (never seen by users)."""
+
+
+class _ThreadBridge:
+    """Runs ``target(fun)`` in a daemon thread, pausing every ``chunk`` calls of ``fun``.
+
+    Exactly one of the two threads runs at any time (two semaphores hand control back and forth),
+    so the oracle is never used concurrently and the run is as deterministic as a serial one.
+    """
+
+    def __init__(self, target: Callable[[Callable[[Array], Any]], Any], evaluate: Callable[[Array], Any]) -> None:
+        self._target = target
+        self._evaluate = evaluate
+        self._go = threading.Semaphore(0)
+        self._back = threading.Semaphore(0)
+        self._quota = 0
+        self._cancel = False
+        self.finished = False
+        self.outcome: Any = None
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def _main(self) -> None:
+        self._go.acquire()
+        try:
+            if self._cancel:
+                raise _Cancelled
+            self.outcome = self._target(self._fun)
+        except BaseException as exc:  # handed to the driver's thread by run()
+            self.error = exc
+        finally:
+            self.finished = True
+            self._back.release()
+
+    def _fun(self, x: Array) -> Any:
+        if self._quota <= 0:
+            self._back.release()
+            self._go.acquire()
+            if self._cancel:
+                raise _Cancelled
+        self._quota -= 1
+        return self._evaluate(x)
+
+    def run(self, chunk: int) -> None:
+        """Let the peer make up to ``chunk`` more calls (or finish); re-raise its errors here."""
+        self._quota = chunk
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._main, name="zoframe-peer", daemon=True)
+            self._thread.start()
+        self._go.release()
+        self._back.acquire()
+
+    def cancel(self) -> None:
+        if self._thread is not None and not self.finished:
+            self._cancel = True
+            self._go.release()
+
+
+class _ScipySession(_Session):
+    def __init__(
+        self, oracle: CountingOracle, best: _Best, chunk: int, run_peer: Callable[[Callable[[Array], Any]], Any]
+    ) -> None:
+        super().__init__(best)
+        self.oracle = oracle
+        self.chunk = chunk
+        self._last: tuple[bytes, float, Array | None] | None = None
+        self.bridge = _ThreadBridge(run_peer, self._point)
+        weakref.finalize(self, self.bridge.cancel)  # an abandoned run ends its thread
+
+    def _point(self, x: Array) -> tuple[float, Array | None]:
+        """One peer point: ``(f, g)`` at ``x``; the same point asked again is not evaluated again."""
+        key = np.asarray(x, dtype=np.float64).tobytes()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1], self._last[2]
+        X = np.array(x, dtype=np.float64, copy=True).reshape(1, -1)
+        F, V, G = evaluate_points(self.oracle, X)
+        self.best.observe(X, F, V)
+        g = None if G is None else G[0]
+        self._last = (key, float(F[0]), g)
+        return float(F[0]), g
+
+    def advance(self, oracle: CountingOracle) -> None:
+        self.oracle = oracle
+        self.bridge.run(self.chunk)
+        b = self.bridge
+        if not b.finished:
+            return
+        if isinstance(b.error, BudgetExhausted):
+            self.budget(oracle)
+        elif b.error is not None:
+            self.finish(f"the peer failed: {b.error}", Status.FAILED)
+            raise b.error
+        else:
+            res = b.outcome
+            ok = bool(getattr(res, "success", False))
+            self.finish(f"scipy: {getattr(res, 'message', '')}", Status.CONVERGED if ok else Status.MAX_ITER)
+
+
+def _scipy_minimize(
+    method: str, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
+) -> Callable[[Callable[[Array], Any]], Any]:
+    """The peer's whole run as ``target(point)``, ``point(x) -> (f, g)`` (one evaluation per new x)."""
+    from scipy import optimize
+
+    def target(point: Callable[[Array], Any]) -> Any:
+        def fun(x: Array) -> float:
+            return float(point(x)[0])
+
+        kwargs: dict[str, Any] = {"method": method, "options": options}
+        if bounds is not None:
+            kwargs["bounds"] = optimize.Bounds(bounds[0], bounds[1])
+        if constrained:
+            if method == "COBYLA":
+                # scipy's convention is g(x) >= 0; zoframe's is f_j(x) <= 0
+                kwargs["constraints"] = [{"type": "ineq", "fun": lambda x: -point(x)[1]}]
+            else:
+                kwargs["constraints"] = [optimize.NonlinearConstraint(lambda x: point(x)[1], -np.inf, 0.0)]
+        with np.errstate(all="ignore"):
+            return optimize.minimize(fun, x0, **kwargs)
+
+    return target
+
+
+@dataclass(frozen=True)
+class _ScipyPeer(_PeerBase):
+    method: ClassVar[str] = ""
+
+    def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
+        raise NotImplementedError  # pragma: no cover
+
+    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
+        maxfev = getattr(self, "maxfev", None)
+        rem = oracle.remaining
+        # let the oracle's exact budget bind (status BUDGET) unless the user capped the peer itself
+        maxpoints = maxfev if maxfev is not None else (rem // point_cost(oracle) + 2 if rem is not None else 0)
+        opts = self._options(oracle, maxpoints)
+        run = _scipy_minimize(self.method, x0, _box(oracle), oracle.kind == "constrained", opts)
+        pps = getattr(self, "points_per_step", None)
+        return _ScipySession(oracle, best, int(pps) if pps is not None else oracle.dim + 1, run)
+
+
+@dataclass(frozen=True)
+class COBYLA(_ScipyPeer):
+    """scipy's COBYLA (Powell 1994; the PRIMA implementation of Zhang): linear models on a simplex.
+
+    Constrained problems are passed as one vector constraint ``-f(x) >= 0`` evaluated with the
+    objective at the same point (one peer point = ``n + m`` evaluations).
+    """
+
+    method: ClassVar[str] = "COBYLA"
+    peer_name: ClassVar[str] = "cobyla"
+    rhobeg: float = param(1.0, symbol="rho_beg", doc="initial trust-region radius")
+    rhoend: float = param(1e-8, symbol="rho_end", doc="final trust-region radius (scipy's tol)")
+    maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+    feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
+
+    def __post_init__(self) -> None:
+        check_positive("rhobeg", self.rhobeg, "rho_beg")
+        check_positive("rhoend", self.rhoend, "rho_end")
+        if self.rhoend > self.rhobeg:
+            raise InvalidParameterError(f"rhoend={self.rhoend} must not exceed rhobeg={self.rhobeg}")
+        self._check()
+
+    def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"rhobeg": self.rhobeg, "tol": self.rhoend}
+        if maxpoints:
+            out["maxiter"] = maxpoints
+        return out
+
+
+@dataclass(frozen=True)
+class COBYQA(_ScipyPeer):
+    """scipy's COBYQA (Ragonneau & Zhang 2023): quadratic models, SQP trust-region steps."""
+
+    method: ClassVar[str] = "COBYQA"
+    peer_name: ClassVar[str] = "cobyqa"
+    initial_tr_radius: float = param(1.0, symbol="Delta_0", doc="initial trust-region radius")
+    final_tr_radius: float = param(1e-8, symbol="Delta_end", doc="final trust-region radius")
+    maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+    feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
+
+    def __post_init__(self) -> None:
+        check_positive("initial_tr_radius", self.initial_tr_radius)
+        check_positive("final_tr_radius", self.final_tr_radius)
+        self._check()
+
+    def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"initial_tr_radius": self.initial_tr_radius, "final_tr_radius": self.final_tr_radius}
+        if maxpoints:
+            out["maxfev"] = maxpoints
+            out["maxiter"] = 10 * maxpoints
+        return out
+
+
+@dataclass(frozen=True)
+class NelderMead(_ScipyPeer):
+    """scipy's Nelder-Mead simplex method (Nelder & Mead 1965; Gao & Han's adaptive coefficients)."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum"})
+    method: ClassVar[str] = "Nelder-Mead"
+    peer_name: ClassVar[str] = "nelder-mead"
+    xatol: float = param(1e-8, doc="absolute tolerance on the simplex size")
+    fatol: float = param(1e-12, doc="absolute tolerance on f over the simplex")
+    adaptive: bool = param(False, doc="dimension-adaptive coefficients (Gao & Han 2012)")
+    maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+
+    def __post_init__(self) -> None:
+        check_positive("xatol", self.xatol)
+        check_positive("fatol", self.fatol)
+        self._check()
+
+    def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"xatol": self.xatol, "fatol": self.fatol, "adaptive": self.adaptive}
+        if maxpoints:
+            out["maxfev"] = maxpoints
+            out["maxiter"] = maxpoints
+        return out
+
+
+@dataclass(frozen=True)
+class Powell(_ScipyPeer):
+    """scipy's Powell method (Powell 1964): conjugate directions with Brent line searches."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum"})
+    method: ClassVar[str] = "Powell"
+    peer_name: ClassVar[str] = "powell"
+    xtol: float = param(1e-8, doc="line-search tolerance on x")
+    ftol: float = param(1e-12, doc="relative tolerance on f")
+    maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+
+    def __post_init__(self) -> None:
+        check_positive("xtol", self.xtol)
+        check_positive("ftol", self.ftol)
+        self._check()
+
+    def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"xtol": self.xtol, "ftol": self.ftol}
+        if maxpoints:
+            out["maxfev"] = maxpoints
+            out["maxiter"] = maxpoints
+        return out
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence two harmless notices of the peers' libraries (the peer thread is paused meanwhile):
+    pycma's "import moarchiving failed" (an optional archive it does not need here) and PRIMA's
+    "Invalid RHOEND" (nevergrad's Cobyla passes ``tol=0`` to scipy, which resets it to 1e-6)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*moarchiving.*")
+        warnings.filterwarnings("ignore", message="COBYLA: Invalid RHOEND")
+        yield
+
+
+# --------------------------------------------------------------------------- pycma
+def _cma() -> Any:
+    return require("cma", extra="peers", feature="the cma-es peer (pycma)")
+
+
+class _CMASession(_Session):
+    def __init__(self, solver: CMAES, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> None:
+        super().__init__(best)
+        cma = _cma()
+        gen = np.random.default_rng(int(rng.integers(2**63 - 1)))
+
+        def randn(*size: int) -> Array:  # pycma's only source of randomness: the run's Generator
+            return gen.standard_normal(size)
+
+        opts: dict[str, Any] = {"randn": randn, "seed": 1, "verbose": -9, "tolfun": solver.tolfun,
+                                "tolx": solver.tolx, "maxfevals": _points_budget(oracle, solver.maxfev, 10**9)}
+        if solver.popsize is not None:
+            opts["popsize"] = solver.popsize
+        box = _box(oracle)
+        if box is not None:
+            opts["bounds"] = [list(box[0]), list(box[1])]
+        self.es = cma.CMAEvolutionStrategy(list(x0), solver.sigma0, opts)
+        self.al: Any = None
+        self._row: list[Any] = [None, None]
+        if oracle.kind == "constrained":
+            # cma's augmented Lagrangian (Atamna, Auger & Hansen 2016/2020); values come from the batch
+            with _quiet():
+                self.al = cma.ConstrainedFitnessAL(lambda x: self._row[0], lambda x: self._row[1])
+
+    def advance(self, oracle: CountingOracle) -> None:
+        es = self.es
+        if es.stop():
+            self.finish(f"cma: {dict(es.stop())}", Status.CONVERGED)
+            return
+        X = np.asarray(es.ask(), dtype=np.float64)
+        k = affordable(oracle, X.shape[0])
+        if k < X.shape[0]:
+            # a partial generation cannot be told to CMA-ES: evaluate what fits (counted), then stop
+            if k:
+                F, V, _ = evaluate_points(oracle, X[:k])
+                self.best.observe(X[:k], F, V)
+            self.budget(oracle)
+            return
+        F, V, G = evaluate_points(oracle, X)
+        self.best.observe(X, F, V)
+        if self.al is None or G is None:
+            es.tell(list(X), list(F))
+        else:
+            vals = []
+            with _quiet():
+                for r in range(X.shape[0]):
+                    self._row[0], self._row[1] = float(F[r]), list(G[r])
+                    vals.append(self.al(X[r]))
+                es.tell(list(X), vals)
+                self.al.update(es)
+
+
+@dataclass(frozen=True)
+class CMAES(_PeerBase):
+    """pycma's CMA-ES (Hansen & Ostermeier 2001; Hansen 2016), one generation per step.
+
+    Constrained problems use pycma's augmented-Lagrangian fitness ``cma.ConstrainedFitnessAL``
+    (Atamna, Auger & Hansen, GECCO 2020): a whole generation is evaluated as one batch (``popsize``
+    points, ``popsize * (n + m)`` evaluations), then each point's ``f`` and constraint vector enter
+    the AL fitness and the multipliers are updated after ``tell``. Normal samples come from the run's
+    Generator (pycma's ``randn`` option), so the same seed gives the same run.
+    """
+
+    peer_name: ClassVar[str] = "cma-es"
+    sigma0: float = param(0.5, symbol="sigma_0", doc="initial step size")
+    popsize: int | None = param(None, symbol="lambda", doc="population size (None: 4 + 3 ln d)")
+    tolfun: float = param(1e-11, doc="pycma's tolfun stopping tolerance")
+    tolx: float = param(1e-11, doc="pycma's tolx stopping tolerance")
+    maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
+    feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
+
+    def __post_init__(self) -> None:
+        check_positive("sigma0", self.sigma0, "sigma_0")
+        if self.popsize is not None:
+            check_int("popsize", self.popsize, 2)
+        check_positive("tolfun", self.tolfun)
+        check_positive("tolx", self.tolx)
+        self._check()
+
+    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
+        return _CMASession(self, oracle, x0, rng, best)
+
+
+# --------------------------------------------------------------------------- nevergrad
+def _nevergrad() -> Any:
+    return require("nevergrad", extra="peers", feature="the nevergrad peers (ngopt, ng-cobyla)")
+
+
+class _NGSession(_Session):
+    def __init__(
+        self, optimizer: str, solver: _NGPeer, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best
+    ) -> None:
+        super().__init__(best)
+        ng = _nevergrad()
+        param_ = ng.p.Array(init=x0)
+        box = _box(oracle)
+        if box is not None:
+            param_.set_bounds(box[0], box[1])
+        param_.random_state = np.random.RandomState(int(rng.integers(2**32 - 1)))
+        self.budget_points = _points_budget(oracle, solver.maxfev, 100 * (oracle.dim + 1))
+        self.name = optimizer
+        self.opt = ng.optimizers.registry[optimizer](parametrization=param_, budget=self.budget_points, num_workers=1)
+        self.chunk = solver.points_per_step if solver.points_per_step is not None else oracle.dim + 1
+        self.told = 0
+        # nevergrad runs its recast optimisers (Cobyla, ...) in non-daemon threads: stop them when the
+        # run ends or is abandoned, or the interpreter would wait for them at exit
+        weakref.finalize(self, _stop_nevergrad_threads, self.opt)
+
+    def finish(self, message: str, status: Status) -> None:
+        super().finish(message, status)
+        _stop_nevergrad_threads(self.opt)
+
+    def advance(self, oracle: CountingOracle) -> None:
+        try:
+            with _quiet():
+                self._advance(oracle)
+        except BaseException:
+            _stop_nevergrad_threads(self.opt)
+            raise
+
+    def _advance(self, oracle: CountingOracle) -> None:
+        for _ in range(self.chunk):
+            if self.told >= self.budget_points:
+                self.finish(f"nevergrad: used its budget of {self.budget_points} points", Status.BUDGET)
+                return
+            if affordable(oracle, 1) < 1:
+                self.budget(oracle)
+                return
+            try:
+                cand = self.opt.ask()
+            except TypeError as exc:
+                raise _nevergrad_failure(self.name, exc) from exc
+            X = np.asarray(cand.value, dtype=np.float64).reshape(1, -1)
+            F, V, G = evaluate_points(oracle, X)
+            self.best.observe(X, F, V)
+            try:
+                if G is None:
+                    self.opt.tell(cand, float(F[0]))
+                else:
+                    self.opt.tell(cand, float(F[0]), constraint_violation=np.maximum(G[0], 0.0))
+            except TypeError as exc:
+                raise _nevergrad_failure(self.name, exc) from exc
+            self.told += 1
+
+
+def _stop_nevergrad_threads(opt: Any, depth: int = 0) -> None:
+    """Ask the worker thread of every recast optimiser inside ``opt`` (NGOpt nests them) to stop."""
+    if opt is None or depth > 8:
+        return
+    thread = getattr(opt, "_messaging_thread", None)
+    if thread is not None and callable(getattr(thread, "stop", None)):
+        thread.stop()
+    for value in list(vars(opt).values()) if hasattr(opt, "__dict__") else ():
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if type(item).__module__.startswith("nevergrad.optimization") and hasattr(item, "ask"):
+                _stop_nevergrad_threads(item, depth + 1)
+
+
+def _nevergrad_failure(name: str, exc: TypeError) -> ZoframeError:
+    """nevergrad's own TypeErrors, e.g. its MetaModel's ``float(array)`` that numpy >= 2.4 rejects."""
+    import nevergrad
+
+    return ZoframeError(
+        f"nevergrad {nevergrad.__version__} failed inside its optimiser {name!r} ({exc}). nevergrad's MetaModel "
+        f"(chosen by NGOpt for small dimensions and budgets) converts one-element arrays with float(), which "
+        f"numpy {np.__version__} rejects; this is a nevergrad bug. Use ng-cobyla or cma-es, another "
+        "budget, or numpy < 2.4"
+    )
+
+
+@dataclass(frozen=True)
+class _NGPeer(_PeerBase):
+    optimizer: ClassVar[str] = ""
+    maxfev: int | None = param(None, doc="peer points announced to nevergrad (None: what max_calls allows)")
+    points_per_step: int | None = param(None, doc="peer points per driver iteration (None: dim + 1)")
+    feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
+
+    def __post_init__(self) -> None:
+        self._check()
+
+    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
+        return _NGSession(self.optimizer, self, oracle, x0, rng, best)
+
+
+@dataclass(frozen=True)
+class NGOpt(_NGPeer):
+    """nevergrad's ``NGOpt`` (Meunier et al., IEEE TEVC 2022): picks an optimiser from d and the budget.
+
+    nevergrad needs its budget up front: the peer announces ``max_calls // (n + m)`` points.
+    Constraint values enter nevergrad's ``tell(..., constraint_violation=max(f_j, 0))``.
+    """
+
+    optimizer: ClassVar[str] = "NGOpt"
+    peer_name: ClassVar[str] = "ngopt"
+
+
+@dataclass(frozen=True)
+class NGCobyla(_NGPeer):
+    """nevergrad's ``Cobyla`` (COBYLA recast as ask-and-tell by nevergrad)."""
+
+    optimizer: ClassVar[str] = "Cobyla"
+    peer_name: ClassVar[str] = "ng-cobyla"
