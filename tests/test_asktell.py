@@ -53,8 +53,7 @@ def drive(run: Run, problem: Any, stop_after: int | None = None) -> int:
 @pytest.mark.parametrize("case", sorted(golden.CASES))
 def test_ask_tell_gives_the_result_of_minimize_bit_for_bit(case: str) -> None:
     """One solver of each family: zo-sgd, dszog, adszog, zo-gda, zo-sgda, zo-svrg-admm."""
-    prob_name, prob_args, solver, kwargs = golden.CASES[case]
-    problem = zoframe.default_registry().make_problem(prob_name, **prob_args)
+    problem, solver, kwargs = golden.case_arguments(case)
     ref = zoframe.minimize(problem, solver, **kwargs)
     with Run(problem, solver, **kwargs) as run:
         drive(run, problem)

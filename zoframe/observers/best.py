@@ -30,6 +30,8 @@ class BestPoint:
     of best: ``x`` is then the last recorded point and ``fun`` NaN.
     """
 
+    per_step = False  # fed by the recorder
+
     def __init__(self, start: Array, feasibility_tol: float) -> None:
         self.key: tuple[float, float] = (math.inf, math.inf)
         self.x: Array = np.array(start, dtype=np.float64, copy=True)

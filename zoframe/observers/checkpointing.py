@@ -75,6 +75,7 @@ class Checkpointer:
                  meta: Mapping[str, Any]) -> None:
         self.path = path
         self.every = every
+        self.per_step = bool(every)
         self.parts = tuple(parts)
         self.meta = dict(meta)
 

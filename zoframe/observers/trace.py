@@ -26,6 +26,7 @@ import numpy as np
 from zoframe.errors import BudgetExhausted
 from zoframe.oracle import CountingOracle, MonitorOracle
 from zoframe.protocols import Array
+from zoframe.result import Status
 from zoframe.run import RunLoop, Stop, x_is_finite
 
 
@@ -101,6 +102,7 @@ class TraceRecorder:
         listeners: tuple[Any, ...] = (),
     ) -> None:
         self.every = every
+        self.per_step = every > 0
         self.measure = measure
         self.monitor = monitor
         self.budget = monitor if isinstance(monitor, MonitorBudget) else None
@@ -124,8 +126,8 @@ class TraceRecorder:
             stop = self.record(loop, final=True)
         except Exception:  # a failing measure must not lose the run
             return
-        if stop is not None and loop.failure is None:
-            loop.stop = stop
+        if stop is not None and (loop.stop is None or loop.stop[0] not in (Status.DIVERGED, Status.FAILED)):
+            loop.stop = stop  # e.g. a budget stop whose final point turns out non-finite
 
     def record(self, loop: RunLoop, final: bool = False) -> Stop | None:
         outs = loop.outputs()
