@@ -97,7 +97,7 @@ def parse_ids(spec: str | int | Sequence[int], what: str, lo: int, hi: int | Non
             except ValueError:
                 raise InvalidInputError(f"bbob: {what} must look like '1-24' or '1,8,15', got {spec!r}") from None
     else:
-        ids = {int(v) for v in spec}
+        ids = {int(v) for v in spec}  # type: ignore[union-attr]
     bad = sorted(i for i in ids if i < lo or (hi is not None and i > hi))
     if not ids or bad:
         rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"

@@ -40,8 +40,10 @@ class Task:
     solver: str
     params: Mapping[str, Any]
     seed: int
-    budget: float
-    record_every: int
+    #: ``max_calls`` of the run, in raw component evaluations
+    budget: int
+    #: a history row at least every this many raw evaluations (and at the start and the end)
+    history_every: int
     feasibility_tol: float
     verify: bool
 

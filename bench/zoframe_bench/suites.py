@@ -132,7 +132,7 @@ def _primal_minimax(base: type[Any]) -> type[Any]:
     """A subclass of a minimax problem whose ``fun`` measure is ``g(x) = max_y F(x, y)`` (via ``g``)."""
 
     @dataclass(frozen=True, eq=False)
-    class Primal(base):  # type: ignore[misc, valid-type]
+    class Primal(base):  # type: ignore[misc, valid-type, unused-ignore]
         def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
             out = dict(super().measures({"y": self.y0, **outputs}, monitor))
             out["saddle_value"] = out.get("fun", float("nan"))
@@ -194,11 +194,11 @@ def _smoke(scale: int) -> tuple[SuiteInstance, ...]:
     out.append(SuiteInstance(f"ball-qp-d{d}", functools.partial(BallConstrainedQuadratic, dim=d, n=4, seed=0),
                              "constrained", d, 1, float(sol["fun"]), tuple(float(v) for v in sol["x"]),
                              "quadratic in a ball (one nonlinear constraint), closed-form solution"))
-    saddle_cls = _saddle_quadratic_primal()
+    saddle_cls: type[Any] = _saddle_quadratic_primal()
     sq = saddle_cls(dim=3 * scale, dim_y=3 * scale, n=4, seed=0)
     sol = sq.known_solution()
     out.append(SuiteInstance(f"saddle-quadratic-d{sq.dim}",
-                             functools.partial(saddle_cls, dim=3 * scale, dim_y=3 * scale, n=4, seed=0),
+                             functools.partial(saddle_cls, dim=3 * scale, dim_y=3 * scale, n=4, seed=0),  # type: ignore[misc, unused-ignore]
                              "minimax", sq.dim, 0, float(sol["fun"]), tuple(float(v) for v in sol["x"]),
                              "nonconvex-strongly-concave quadratic minimax; fun = g(x) = max_y F(x, y)"))
     _, fstar, xs = l1_prox_problem(d + 1, 0.3, 0)
