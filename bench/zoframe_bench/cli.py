@@ -1,0 +1,84 @@
+"""``zoframe bench SUITE --solvers a,b --seeds N --budget B [--workers K | --dask ADDRESS]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from zoframe.errors import InvalidInputError
+
+__all__ = ["add_bench_arguments", "run_bench_command"]
+
+
+def add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...; `zoframe list`)")
+    p.add_argument("--solvers", default="", help="comma-separated solver names, e.g. zo-sgd,cobyla,nelder-mead")
+    p.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (instance, solver) (1)")
+    p.add_argument("--budget", type=int, default=1000, help="max_calls per run (1000)")
+    p.add_argument("--budget-unit", choices=("raw", "full"), default="raw",
+                   help="raw component evaluations, or full-evaluation equivalents (n + m raw each) (raw)")
+    p.add_argument("--suite-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="argument of the suite, repeatable (e.g. --suite-arg dim=20); values are JSON or text")
+    p.add_argument("--param", action="append", default=[], metavar="SOLVER.KEY=VALUE",
+                   help="hyper-parameter of one solver, repeatable (e.g. --param zo-sgd.eta=0.05)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--workers", type=int, default=None, help="run on a process pool of K workers")
+    group.add_argument("--dask", default=None, metavar="ADDRESS", help="run on the dask scheduler at ADDRESS")
+    p.add_argument("--out", default=None, help="output directory (default zoframe-out/bench-SUITE)")
+    p.add_argument("--store", default=None, help="SQLite file of finished runs (default OUT/bench.sqlite)")
+    p.add_argument("--feasibility-tol", type=float, default=1e-3, help="violation allowed at a solved point (1e-3)")
+    p.add_argument("--no-plots", action="store_true", help="write the JSON and Markdown only")
+    p.add_argument("--no-verify", action="store_true", help="skip the verification measures of each final point")
+    p.add_argument("--list", action="store_true", help="list the suite's instances (one JSON line each) and exit")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _pairs(items: list[str], what: str) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, val = item.partition("=")
+        if not sep or not key:
+            raise InvalidInputError(f"{what} must look like KEY=VALUE, got {item!r}")
+        out[key.strip()] = _value(val.strip())
+    return out
+
+
+def run_bench_command(args: argparse.Namespace) -> int:
+    from zoframe.registry import default_registry
+    from zoframe_bench.runner import run
+    from zoframe_bench.suites import describe
+
+    suite_args = _pairs(args.suite_arg, "--suite-arg")
+    if args.list:
+        print(describe(default_registry().suite(args.suite).instances(**suite_args)))
+        return 0
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    if not solvers:
+        raise InvalidInputError("give the solvers to compare: --solvers zo-sgd,cobyla,nelder-mead")
+    params: dict[str, dict[str, Any]] = {}
+    for key, val in _pairs(args.param, "--param").items():
+        solver, dot, name = key.rpartition(".")
+        if not dot or solver not in solvers:
+            raise InvalidInputError(f"--param {key}=...: name a solver of --solvers, e.g. {solvers[0]}.eta=0.05")
+        params.setdefault(solver, {})[name] = val
+    out = run(args.suite, solvers, seeds=args.seeds, budget=args.budget, budget_unit=args.budget_unit,
+              suite_args=suite_args, params=params, store=args.store, out=args.out, workers=args.workers,
+              dask=args.dask, progress=not args.quiet, feasibility_tol=args.feasibility_tol,
+              verify=not args.no_verify, plots=not args.no_plots)
+    print(f"{len(out.tasks)} runs ({out.ran} run now, {out.reused} already in {out.store})", file=sys.stderr)
+    for f in out.files:
+        if f.endswith("summary.md"):
+            with open(f, encoding="utf-8") as fh:
+                print(fh.read())
+    for f in out.files:
+        print(f"wrote {f}")
+    return 0
