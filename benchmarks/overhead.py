@@ -10,6 +10,13 @@ records nothing either). ``overhead_ratio_with_trace`` keeps zoframe's default t
 records, each a full objective pass plus the problem's gradient-norm measure): that is measurement
 work the bare loop does not do, reported so that its cost is visible.
 
+``loop_us_per_iteration`` is the run loop's own cost: a solver whose step does nothing, run for
+20000 iterations without a trace (median over the repetitions, in microseconds per iteration).
+
+``--compare PATH`` also times the ``minimize`` of another copy of the driver, side by side with the
+current one (e.g. ``git show REV:zoframe/driver.py > /tmp/driver_rev.py``, for a change of the
+run loop): its ratios appear as ``..._compare`` figures.
+
 Prints its figures as one final line of JSON.
 """
 
@@ -17,10 +24,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+import importlib.util
 import json
 import statistics
+import sys
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -47,6 +58,35 @@ def bare_zo_sgd(prob: LeastSquares, iters: int, eta: float, q: int, mu: float, b
     return x
 
 
+@dataclass(frozen=True)
+class _Still:
+    x: np.ndarray
+
+
+@dataclass(frozen=True)
+class NoStep:
+    """A solver whose step does nothing: what is left is the run loop's own cost."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum"})
+
+    def init(self, oracle: Any, x0: np.ndarray, rng: np.random.Generator) -> _Still:
+        return _Still(x0)
+
+    def step(self, oracle: Any, state: _Still, rng: np.random.Generator) -> _Still:
+        return state
+
+
+def load_driver(path: str) -> Any:
+    """The ``minimize`` of a driver module stored at ``path``."""
+    spec = importlib.util.spec_from_file_location("zoframe_driver_compared", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod.minimize
+
+
 def interleaved(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple[float, Any]]:
     """Median wall time of each function over ``reps`` rounds, the functions alternating within a round
     (so that a change in machine load affects all of them alike)."""
@@ -64,23 +104,33 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--compare", metavar="PATH", help="another driver.py whose minimize is timed side by side")
     args = ap.parse_args()
+    other = load_driver(args.compare) if args.compare else None
     prob = LeastSquares(dim=100, n=1000, seed=0)
     eta, q, mu = 0.05, 10, 1e-3
     figures: dict[str, float] = {}
     with threadpool_limits(limits=1, user_api="blas"):
+        tiny = zoframe.FiniteSum(lambda X: (X * X).sum(axis=1), x0=np.zeros(3))
+        loops: dict[str, Callable[[], Any]] = {
+            "loop": lambda: zoframe.minimize(tiny, NoStep(), rng=0, max_iter=20000, record_every=0)
+        }
+        if other is not None:
+            loops["loop_compare"] = lambda: other(tiny, NoStep(), rng=0, max_iter=20000, record_every=0)
+        names = {"loop": "loop_us_per_iteration", "loop_compare": "loop_us_per_iteration_compare"}
+        for key, (t, _) in interleaved(loops, args.reps).items():
+            figures[names[key]] = round(t / 20000 * 1e6, 3)
         for batch in (1000, 100, 10):
-            kw = {"eta": eta, "q": q, "mu": mu, "batch": None if batch >= prob.n else batch}
-            runs = interleaved(
-                {
-                    "bare": lambda b=batch: bare_zo_sgd(prob, args.iters, eta, q, mu, b, 1),
-                    "zoframe": lambda k=kw: zoframe.minimize(prob, "zo-sgd", rng=1, max_iter=args.iters, **k),
-                    "no_trace": lambda k=kw: zoframe.minimize(
-                        prob, "zo-sgd", rng=1, max_iter=args.iters, record_every=0, **k
-                    ),
-                },
-                args.reps,
-            )
+            kw: dict[str, Any] = {"eta": eta, "q": q, "mu": mu, "batch": None if batch >= prob.n else batch}
+            fns: dict[str, Callable[[], Any]] = {
+                "bare": partial(bare_zo_sgd, prob, args.iters, eta, q, mu, batch, 1),
+                "zoframe": partial(zoframe.minimize, prob, "zo-sgd", rng=1, max_iter=args.iters, **kw),
+                "no_trace": partial(zoframe.minimize, prob, "zo-sgd", rng=1, max_iter=args.iters, record_every=0, **kw),
+            }
+            if other is not None:
+                fns["compare"] = partial(other, prob, "zo-sgd", rng=1, max_iter=args.iters, **kw)
+                fns["compare_no_trace"] = partial(other, prob, "zo-sgd", rng=1, max_iter=args.iters, record_every=0, **kw)
+            runs = interleaved(fns, args.reps)
             (t_bare, x_bare), (t_zo, res), (t_nt, res_nt) = runs["bare"], runs["zoframe"], runs["no_trace"]
             for r in (res, res_nt):
                 if not np.allclose(r.x, x_bare, rtol=1e-9, atol=1e-12):
@@ -92,6 +142,9 @@ def main() -> None:
             figures[f"batch{batch}_zoframe_s"] = round(t_zo, 4)
             figures[f"batch{batch}_ratio"] = round(t_zo / t_bare, 3)
             figures[f"batch{batch}_ratio_no_trace"] = round(t_nt / t_bare, 3)
+            if other is not None:
+                figures[f"batch{batch}_ratio_compare"] = round(runs["compare"][0] / t_bare, 3)
+                figures[f"batch{batch}_ratio_no_trace_compare"] = round(runs["compare_no_trace"][0] / t_bare, 3)
             print(f"batch {batch:>4}: bare {t_bare:.3f}s  zoframe {t_zo:.3f}s (ratio {t_zo / t_bare:.3f}; "
                   f"no trace {t_nt / t_bare:.3f}), {calls} oracle calls", flush=True)
     figures["overhead_ratio"] = figures["batch100_ratio_no_trace"]
