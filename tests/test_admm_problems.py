@@ -67,7 +67,7 @@ def test_reproduce_admm_tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("ZOFRAME_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "rep"
     code = main(["reproduce", "admm", "--quick", "--datasets", "20news", "--n-samples", "600", "--seconds", "0.4",
-                 "--attack-iters", "20", "--out", str(out), "--no-progress", "--reference-iters", "2000"])
+                 "--attack-iters", "20", "--out", str(out), "--no-progress", "--reference-iters", "300"])
     assert code == 0
     for name in ("fig1_objective_gap.png", "fig2_attack_loss.png", "fig3_group_sparsity.png", "fig4_test_loss.png"):
         assert (out / name).stat().st_size > 1000
