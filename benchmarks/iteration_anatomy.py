@@ -130,15 +130,23 @@ PARTS: list[tuple[Any, str, str]] = [
 ]
 
 
-def step_loop(solver: Any, oracle: CountingOracle, x0: np.ndarray, iters: int, seed: int, timer: Timer) -> float:
-    """Seconds of ``iters`` steps (after ``init``); ``timer`` is reset after ``init``."""
+def step_loop(
+    solver: Any, oracle: CountingOracle, x0: np.ndarray, iters: int, seed: int, timer: Timer,
+    profile: cProfile.Profile | None = None,
+) -> float:
+    """Seconds of ``iters`` steps (after ``init``); ``timer`` is reset (``profile`` enabled) after ``init``."""
     rng = np.random.default_rng(seed)
     state = solver.init(oracle, x0, rng)
     timer.reset()
+    if profile is not None:
+        profile.enable()
     t0 = time.perf_counter()
     for _ in range(iters):
         state = solver.step(oracle, state, rng)
-    return time.perf_counter() - t0
+    sec = time.perf_counter() - t0
+    if profile is not None:
+        profile.disable()
+    return sec
 
 
 def anatomy(prob: PairwiseProblem, name: str, iters: int, repeats: int) -> dict[str, Any]:
@@ -164,9 +172,7 @@ def anatomy(prob: PairwiseProblem, name: str, iters: int, repeats: int) -> dict[
     parts = {k: round(statistics.median(run.get(k, 0.0) for run in parts_runs) * 1e6, 1) for k in keys}
     total = parts.pop("_total")
     prof = cProfile.Profile()
-    prof.enable()
-    step_loop(solver, CountingOracle(prob), np.asarray(prob.x0), iters, 0, timer)
-    prof.disable()
+    step_loop(solver, CountingOracle(prob), np.asarray(prob.x0), iters, 0, timer, prof)
     stats = pstats.Stats(prof)
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:10]  # type: ignore[attr-defined]
     top = [[f"{fn[0].rsplit('/', 1)[-1]}:{fn[1]}:{fn[2]}", round(v[2] / iters * 1e6, 1)] for fn, v in rows]
