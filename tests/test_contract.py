@@ -14,6 +14,10 @@ _SOLVER_KINDS = [(name, kind) for name, p in sorted(_REG.solvers().items()) for 
 _CHECKS = ["determinism", "exact_budget", "declared_cost", "inputs_not_mutated", "checkpoint_resume", "progress"]
 
 
+def test_every_lazy_reference_of_the_installed_plugins_loads() -> None:
+    assert _REG.check_references() == {}
+
+
 def test_there_are_solvers_and_estimators() -> None:
     assert {"zo-sgd", "zo-signsgd"} <= set(_REG.solvers())
     assert {"gaussian", "sphere", "coordinate"} <= set(_REG.estimators())

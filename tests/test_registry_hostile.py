@@ -228,6 +228,8 @@ def test_lazy_reference_to_a_missing_module_is_a_plugin_error_naming_it(site: Pa
     assert "ghost" in reg.solvers() and "zo-sgd" in reg.solvers()
     with pytest.raises(PluginError, match=r"solver 'ghost' of plugin hostile.*cannot load cls='hostile_missing.mod:Solver': ModuleNotFoundError"):
         zoframe.minimize(SmokeFiniteSum(), "ghost", rng=0, max_iter=5, registry=reg)
+    problems = reg.check_references()  # a plugin's CI finds every bad reference at once
+    assert list(problems) == ["solver hostile:ghost: cls"] and "ModuleNotFoundError" in problems["solver hostile:ghost: cls"]
 
 
 def test_malformed_reference_is_refused_when_the_spec_is_built() -> None:

@@ -7,17 +7,20 @@ decorated with :data:`hookimpl`, and announced through the ``zoframe.plugins`` e
     [project.entry-points."zoframe.plugins"]
     mytools = "mytools.zoframe_plugin"
 
-    # mytools/zoframe_plugin.py
+    # mytools/zoframe_plugin.py (light: it imports no numerical module)
     from zoframe import hookimpl
     from zoframe.specs import SolverSpec
 
     @hookimpl
     def zoframe_solvers():
-        return [SolverSpec(name="my-solver", cls=MySolver, summary="...",
+        return [SolverSpec(name="my-solver", cls="mytools.solvers:MySolver", summary="...",
                            reference="Doe et al. 2024", problem_kinds=frozenset({"finite_sum"}))]
 
 Every hook takes no argument and returns a sequence of frozen records from :mod:`zoframe.specs`.
-A plugin implements only the hooks it needs.
+A plugin implements only the hooks it needs. Classes and callables may be given as objects or as
+``"module:attr"`` strings, imported when the component is first used (so ``zoframe list`` never
+imports a plugin's numerical modules). The registry checks every returned record
+(:mod:`zoframe.registry`); a bad one is skipped with a warning naming the plugin.
 """
 
 from __future__ import annotations

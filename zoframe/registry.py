@@ -53,6 +53,7 @@ from zoframe.specs import (
     ReproductionSpec,
     SolverSpec,
     SuiteSpec,
+    code_fields,
     spec_problems,
 )
 
@@ -366,6 +367,23 @@ class Registry:
                 return _HOOKS[hook][1], found.spec, found.provider
         every = [*self.solvers(), *self.estimators(), *self.problems()]
         raise UnknownNameError("component", name, every)
+
+    def check_references(self) -> dict[str, str]:
+        """Load every ``"module:attr"`` reference of every registered spec now; ``{what: problem}``.
+
+        Listing never imports a plugin's modules, so a wrong reference would otherwise surface only
+        when its component is used. A plugin's CI (or zoframe's own tests) calls this to find them
+        all at once; an empty dict means every reference loads and names a valid class or callable.
+        """
+        problems: dict[str, str] = {}
+        for hook, (_, kind) in _HOOKS.items():
+            for provided in self._table(hook).qualified.values():
+                for fname in code_fields(provided.spec):
+                    try:
+                        getattr(provided.spec, fname)
+                    except PluginError as exc:
+                        problems[f"{kind} {provided.qualified_name}: {fname}"] = str(exc)
+        return problems
 
     def make_problem(self, name: str, **kwargs: Any) -> Any:
         """Build a registered problem by name."""
