@@ -213,6 +213,9 @@ def test_lazy_spec_with_contradicting_problem_kinds_is_refused_on_first_use(site
         spec.cls  # noqa: B018
     with pytest.raises(PluginError, match="problem_kinds"):
         zoframe.minimize(SmokeFiniteSum(), "lazy-liar", rng=0, max_iter=5, registry=reg)
+    strict = Registry(strict=True)  # strict mode loads references when it collects the specs
+    with pytest.raises(PluginError, match=r"'lazy-liar' is invalid.*problem_kinds.*strict mode"):
+        strict.solvers()
 
 
 def test_lazy_reference_to_a_missing_module_is_a_plugin_error_naming_it(site: Path) -> None:

@@ -19,7 +19,9 @@ Environment switches:
 ``ZOFRAME_DISABLE_PLUGIN_AUTOLOAD=1``
     load no entry points at all (register plugins explicitly with :meth:`Registry.register`).
 ``ZOFRAME_STRICT_PLUGINS=1``
-    a plugin that fails to load or returns an invalid spec raises :class:`~zoframe.errors.PluginError`.
+    a plugin that fails to load or returns an invalid spec raises :class:`~zoframe.errors.PluginError`;
+    ``"module:attr"`` references are then loaded and checked when the specs are collected (slower,
+    for a plugin's CI) instead of on first use.
 
 Two plugins that register the same component name do not disable anything: both stay reachable
 under their qualified names ``plugin:name`` (``plugin`` is the entry-point name, e.g.
@@ -252,6 +254,13 @@ class Registry:
             label = getattr(spec, "name", "?")
             if not problems and label in seen:
                 problems = [f"the plugin registers the {kind} name {label!r} twice"]
+            if not problems and self._strict:  # strict mode checks lazy references now, not on first use
+                spec.__dict__["_provider"] = provider
+                for fname in code_fields(spec):
+                    try:
+                        getattr(spec, fname)
+                    except PluginError as exc:
+                        problems.append(str(exc))
             if problems:
                 bad.append(f"{kind} {label!r} is invalid and skipped: {'; '.join(problems)}")
                 continue
