@@ -70,3 +70,38 @@ def test_kill_9_of_rate_leaves_no_worker(tmp_path: Path) -> None:
     for w in left:  # clean up before failing
         os.kill(w, signal.SIGKILL)
     assert not left, f"workers {left} outlived their killed parent"
+
+
+def test_watchdog_ends_a_worker_without_prctl(tmp_path: Path) -> None:
+    """The portable fallback alone (prctl not used): the worker exits once its parent is gone."""
+    worker = (
+        "import sys, time\n"
+        "from zoframe_verify.study import _end_with_parent\n"
+        "sys.platform = 'darwin'  # take the path of a system without prctl\n"
+        "_end_with_parent(int(sys.argv[1]), poll=0.1)\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    sum(i * i for i in range(10000))  # compute until ended\n"
+    )
+    parent = (
+        "import os, subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {worker!r}, str(os.getpid())])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    assert proc.stdout.readline().strip() == "ready"  # the watchdog runs and the worker computes
+    time.sleep(0.3)
+    assert _alive(child)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.1)
+    alive = _alive(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "the worker outlived its killed parent"
