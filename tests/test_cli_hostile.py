@@ -166,6 +166,28 @@ def test_verify_without_the_verification_package_is_a_clear_error_before_the_run
     assert line.startswith("zoframe: error: --verify needs the verification package zoframe_verify")
 
 
+def test_verify_reports_the_point_of_a_run_that_failed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run that stops on an error but carries its partial Result still gets its point verified."""
+    import zoframe.driver
+    from zoframe.errors import ZoframeError
+
+    real = zoframe.driver.minimize
+
+    def failing(problem: Any, solver: Any = "zo-sgd", **kw: Any) -> Any:
+        partial = real(problem, solver, rng=0, max_iter=3)
+        err = ZoframeError("the run failed at iteration 4: boom")
+        err.result = partial  # type: ignore[attr-defined]
+        raise err
+
+    monkeypatch.setattr(zoframe.driver, "minimize", failing)
+    assert main(["solve", "quadratic", *QUICK, "--verify"]) == 2
+    captured = capsys.readouterr()
+    assert "Result(" in captured.out and "verification report: quadratic (finite_sum)" in captured.out
+    assert "boom" in captured.err
+
+
 # ---------------------------------------------------------------- mu too small
 
 

@@ -123,18 +123,30 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
                 "does not provide; update zoframe, or pass the parameters to the solver with -p where it has them"
             )
     verify_report = _verifier() if args.verify else None  # a missing plugin is said before the run
-    res = minimize(
-        problem,
-        args.solver,
-        estimator=args.estimator,
-        rng=args.seed,
-        max_iter=args.max_iter,
-        max_calls=args.max_calls,
-        max_time=args.max_time,
-        progress=not args.no_progress,
-        **extra,
-        **params,
-    )
+    try:
+        res = minimize(
+            problem,
+            args.solver,
+            estimator=args.estimator,
+            rng=args.seed,
+            max_iter=args.max_iter,
+            max_calls=args.max_calls,
+            max_time=args.max_time,
+            progress=not args.no_progress,
+            **extra,
+            **params,
+        )
+    except ZoframeError as exc:
+        partial = getattr(exc, "result", None)  # a run that failed part-way keeps what it computed
+        if partial is None or verify_report is None:
+            raise
+        print(partial)
+        print(f"zoframe: error: {exc}", file=sys.stderr)
+        try:
+            print(verify_report(problem, partial))
+        except ZoframeError as vexc:
+            print(f"(no verification report of the failed run's point: {vexc})")
+        return 2
     print(res)
     _print_feasible_snapshot(problem, res.outputs)
     known = getattr(problem, "known_solution", None)
