@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import json
 import os
 from pathlib import Path
+import subprocess
 import sys
 from typing import Any
 
@@ -187,3 +188,34 @@ def test_format_1_checkpoints_still_load(tmp_path: Path) -> None:
     del doc["npz_sha256"]
     js.write_text(json.dumps(doc))
     assert _loaded_value(tmp_path / "ck") == 4.0
+
+
+_KILLED_BETWEEN_RENAMES = """
+import os, sys
+import numpy as np
+from zoframe import checkpoint as ckpt
+from zoframe_basic.solvers import SGDState
+
+path = sys.argv[1]
+ckpt.save(path, SGDState(x=np.full(3, 1.0)), np.random.default_rng(0), {"solver": "zo-sgd", "nit": 1},
+          {"trace.fun": np.arange(2, dtype=float)})
+real = os.replace
+
+def replace(src, dst):
+    real(src, dst)
+    os._exit(9)  # the process dies right after the first rename: no cleanup, no finally
+
+os.replace = replace
+ckpt.save(path, SGDState(x=np.full(3, 2.0)), np.random.default_rng(0), {"solver": "zo-sgd", "nit": 2},
+          {"trace.fun": np.arange(3, dtype=float)})
+"""
+
+
+def test_a_process_killed_between_the_renames_leaves_a_loadable_new_pair(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", _KILLED_BETWEEN_RENAMES, str(tmp_path / "ck")], timeout=120)
+    assert proc.returncode == 9
+    assert (tmp_path / "ck.json.new").exists()  # the commit record of the interrupted save
+    assert _loaded_value(tmp_path / "ck") == 2.0
+    _save(tmp_path / "ck", 3.0)
+    assert _loaded_value(tmp_path / "ck") == 3.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.json", "ck.npz"]
