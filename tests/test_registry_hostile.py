@@ -235,6 +235,25 @@ def test_lazy_reference_to_a_missing_module_is_a_plugin_error_naming_it(site: Pa
     assert list(problems) == ["solver hostile:ghost: cls"] and "ModuleNotFoundError" in problems["solver hostile:ghost: cls"]
 
 
+def test_a_broken_command_reference_is_skipped_and_the_cli_keeps_working(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    install(
+        site,
+        """
+        from zoframe.specs import CommandSpec
+
+        @hookimpl
+        def zoframe_commands():
+            return [CommandSpec("boom", "a command whose module is missing", "hostile_missing:add", "hostile_missing:run")]
+        """,
+    )
+    reg = Registry()
+    with pytest.warns(PluginLoadWarning, match=r"command 'boom' is invalid.*cannot load add_arguments='hostile_missing:add'"):
+        code, out, _ = run_cli(reg, ["list"], monkeypatch, capsys)
+    assert code == 0 and "zo-sgd" in out and "boom" not in reg.commands() and "data" in reg.commands()
+
+
 def test_malformed_reference_is_refused_when_the_spec_is_built() -> None:
     with pytest.raises(ValueError, match="'module:attr' reference"):
         SolverSpec("x", "not a reference", "s", "r", frozenset({"finite_sum"}))
@@ -254,7 +273,7 @@ _PROBE = """
 import json, sys
 from zoframe.registry import Registry
 reg = Registry()
-for table in (reg.solvers(), reg.estimators(), reg.problems(), reg.reproductions(), reg.commands(), reg.suites()):
+for table in (reg.solvers(), reg.estimators(), reg.problems(), reg.suites()):  # what list and info read
     pass
 heavy = ["zoframe_basic.solvers", "zoframe_basic.problems", "zoframe_admm.solvers", "zoframe_admm.problems",
          "zoframe_admm.reproduce", "zoframe_minimax.solvers", "zoframe_minimax.problems", "zoframe_minimax.reproduce",
@@ -268,7 +287,10 @@ print(json.dumps({"before": before, "after": after, "cls": cls.__name__}))
 
 
 def test_listing_imports_no_solver_or_problem_module() -> None:
-    """Collecting every table imports no solver, problem or reproduction module; using one imports it."""
+    """Listing solvers, estimators, problems and suites imports none of their modules; using one imports it.
+
+    (Commands and reproductions are loaded when collected: the CLI builds their parsers at start-up.)
+    """
     proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True, timeout=120)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["before"] == [], f"imported while listing: {got['before']}"

@@ -140,6 +140,11 @@ class Registry:
     ``Registry(autoload=False)`` starts empty. Registries are independent: tests may build their own.
     """
 
+    #: hooks whose ``"module:attr"`` references are loaded when their specs are collected: the CLI
+    #: builds every command's and reproduction's sub-parser at start-up, so a broken reference there
+    #: must be skipped with a warning (like a broken plugin) instead of breaking every command later
+    eager_hooks: frozenset[str] = frozenset({"zoframe_commands", "zoframe_reproductions"})
+
     def __init__(self, *, autoload: bool | None = None, strict: bool | None = None) -> None:
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         self._pm.add_hookspecs(ZoframeHookSpecs)
@@ -254,7 +259,7 @@ class Registry:
             label = getattr(spec, "name", "?")
             if not problems and label in seen:
                 problems = [f"the plugin registers the {kind} name {label!r} twice"]
-            if not problems and self._strict:  # strict mode checks lazy references now, not on first use
+            if not problems and (self._strict or hook_name in self.eager_hooks):  # check references now
                 spec.__dict__["_provider"] = provider
                 for fname in code_fields(spec):
                     try:
