@@ -70,6 +70,8 @@ class BallConstrainedQuadratic:
     convex_constraints: bool = True
     black_box_constraints: bool = True
     violation_tol: float = 1e-3
+    #: cheap white-box formulas: the driver's trace measures cost no budget
+    monitor_free: ClassVar[bool] = True
     C: Array = field(init=False, repr=False)
     c_bar: Array = field(init=False, repr=False)
     x0: Array = field(init=False, repr=False)
@@ -316,6 +318,7 @@ class RandomQP:
     convex_constraints: bool = True
     black_box_constraints: bool = True
     violation_tol: float = 1e-3
+    monitor_free: ClassVar[bool] = True
     Q: Array = field(init=False, repr=False)
     q: Array = field(init=False, repr=False)
     D: Array = field(init=False, repr=False)

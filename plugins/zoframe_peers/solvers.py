@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+import functools
 import math
 import threading
 from typing import Any, ClassVar
@@ -104,6 +105,14 @@ class _Best:
         self.tol = tol
         self._key: tuple[float, float] = (math.inf, math.inf)
 
+    @classmethod
+    def restore(cls, state: PeerState, tol: float) -> _Best:
+        best = cls(state.x, tol)
+        best.fun, best.violation, best.points = float(state.fun), float(state.violation), int(state.points)
+        if best.points:
+            best._key = (0.0 if best.violation <= tol else best.violation, best.fun)
+        return best
+
     def observe(self, X: Array, F: Array, V: Array) -> None:
         self.points += X.shape[0]
         viol = np.where(V <= self.tol, 0.0, V)
@@ -122,35 +131,97 @@ class _Best:
 class PeerState:
     """What the driver sees of a peer: its best point so far and whether the peer has stopped.
 
-    ``session`` is the peer's own (mutable) machinery: a pycma / nevergrad optimiser, or a scipy
-    run paused in its thread. Peers therefore do not write checkpoints.
+    ``x`` is the best point so far (what the Result reports). ``x0``, ``seed`` and ``log`` (the
+    values ``[f, f_1..f_m]`` of every point evaluated, in order) make a checkpoint: on resume the
+    peer is rebuilt from ``x0`` and ``seed`` and replays ``log`` (no evaluation is repeated) up to
+    where it stopped. The peer's live machinery (a pycma / nevergrad optimiser, or a scipy run
+    paused in its thread) is attached to the state object, not a field.
     """
 
     x: Array
+    x0: Array
     fun: float
     violation: float
     points: int
+    seed: int
+    log: Array
     done: bool = False
     message: str = ""
-    status: Status = Status.CONVERGED
-    session: Any = field(default=None, repr=False, compare=False)
+    status: int = int(Status.CONVERGED)
 
 
-def _state(session: _Session, best: _Best) -> PeerState:
-    return PeerState(
-        x=best.x, fun=best.fun, violation=best.violation, points=best.points, done=session.done,
-        message=session.message, status=session.status, session=session,
+def _state(session: _Session) -> PeerState:
+    best = session.best
+    out = PeerState(
+        x=best.x, x0=session.x0, fun=best.fun, violation=best.violation, points=best.points, seed=session.seed,
+        log=session.log(), done=session.done, message=session.message, status=int(session.status),
     )
+    object.__setattr__(out, "_session", session)  # not a field: checkpoints store the fields only
+    return out
 
 
 class _Session:
-    """One peer run. ``advance`` runs the peer for one chunk; ``done``/``message``/``status`` after."""
+    """One peer run. ``advance`` runs the peer for one chunk; ``done``/``message``/``status`` after.
 
-    def __init__(self, best: _Best) -> None:
+    ``values(oracle, X)`` is the one way a peer gets function values: from the replay log first
+    (after a resume), then from the oracle; every value is appended to the log.
+    """
+
+    def __init__(self, x0: Array, seed: int, best: _Best, m: int, replay: Array | None) -> None:
+        self.x0 = x0
+        self.seed = seed
         self.best = best
         self.done = False
         self.message = ""
         self.status = Status.CONVERGED
+        self.m = m
+        self._buf = np.empty((16, 1 + m))
+        self._count = 0
+        self._replay = np.zeros((0, 1 + m)) if replay is None else replay
+        self._pos = 0
+        if replay is not None:
+            self._append(replay)
+
+    @property
+    def replaying(self) -> bool:
+        return bool(self._pos < self._replay.shape[0])
+
+    def log(self) -> Array:
+        view = self._buf[: self._count]
+        view.flags.writeable = False
+        return view
+
+    def _append(self, rows: Array) -> None:
+        need = self._count + rows.shape[0]
+        if need > self._buf.shape[0]:
+            grown = np.empty((max(need, 2 * self._buf.shape[0]), self._buf.shape[1]))
+            grown[: self._count] = self._buf[: self._count]
+            self._buf = grown  # earlier states keep views of the old buffer, whose rows never change
+        self._buf[self._count:need] = rows
+        self._count = need
+
+    def values(self, oracle: CountingOracle, X: Array) -> tuple[Array, Array, Array | None]:
+        """``(f, violation, constraints)`` of the rows of ``X``: replayed, else evaluated (and logged).
+
+        With simple bounds the points are clipped into the box first (a peer such as COBYLA may step
+        slightly outside): the value is that of the clipped point, and the best point is inside.
+        """
+        k = X.shape[0]
+        box = _box(oracle)
+        if box is not None:
+            X = np.clip(X, box[0], box[1])
+        if self.replaying:
+            rows = self._replay[self._pos:self._pos + k]
+            self._pos += rows.shape[0]
+            if rows.shape[0] == k:
+                F = rows[:, 0].copy()
+                G = rows[:, 1:].copy() if self.m else None
+                V = np.zeros(k) if G is None else np.maximum(G, 0.0).max(axis=1)
+                return F, V, G
+        F, V, G = evaluate_points(oracle, X)
+        self.best.observe(X, F, V)
+        self._append(np.column_stack([F, G]) if G is not None else F[:, None])
+        return F, V, G
 
     def finish(self, message: str, status: Status) -> None:
         self.done, self.message, self.status = True, message, status
@@ -176,12 +247,21 @@ def _box(oracle: CountingOracle) -> tuple[Array, Array] | None:
     return lo, hi
 
 
-def _points_budget(oracle: CountingOracle, maxfev: int | None, default: int) -> int:
-    """The number of peer points to announce to a peer that wants a budget up front."""
+def _points_budget(
+    oracle: CountingOracle, maxfev: int | None, default: int, replay: Array | None, slack: int = 0
+) -> int:
+    """The number of peer points to announce to a peer that wants a budget up front.
+
+    After a resume the points of the replayed log count too, so the peer gets the same number as
+    in the uninterrupted run.
+    """
     if maxfev is not None:
         return maxfev
     rem = oracle.remaining
-    return default if rem is None else max(1, rem // point_cost(oracle))
+    if rem is None:
+        return default
+    done = 0 if replay is None else int(replay.shape[0])
+    return max(1, rem // point_cost(oracle) + done + slack)
 
 
 @dataclass(frozen=True)
@@ -213,7 +293,7 @@ class _PeerBase(SolverBase):
 
     def terminate(self, state: PeerState) -> str | None:
         if state.done:
-            return StopReason(state.message, state.status)
+            return StopReason(state.message, Status(state.status))
         return None
 
     def outputs(self, state: PeerState) -> Mapping[str, Array]:
@@ -221,16 +301,22 @@ class _PeerBase(SolverBase):
 
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> PeerState:
         best = _Best(x0, float(getattr(self, "feas_tol", 1e-6)))
-        session = self._session(oracle, np.array(x0, dtype=np.float64, copy=True), rng, best)
-        return _state(session, best)
+        seed = int(rng.integers(2**31 - 1))  # the peer's own randomness, derived from the run's Generator
+        return _state(self._session(oracle, np.array(x0, dtype=np.float64, copy=True), seed, best, None))
 
     def step(self, oracle: CountingOracle, state: PeerState, rng: np.random.Generator) -> PeerState:
-        session: _Session = state.session
+        session: _Session | None = getattr(state, "_session", None)
+        if session is None:  # resumed from a checkpoint: rebuild the peer and replay its log
+            best = _Best.restore(state, float(getattr(self, "feas_tol", 1e-6)))
+            session = self._session(oracle, np.array(state.x0, dtype=np.float64), int(state.seed), best,
+                                    np.array(state.log, dtype=np.float64))
         if not session.done:
             session.advance(oracle)
-        return _state(session, session.best)
+        return _state(session)
 
-    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
+    def _session(
+        self, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
+    ) -> _Session:
         raise NotImplementedError  # pragma: no cover
 
 
@@ -246,9 +332,15 @@ class _ThreadBridge:
     so the oracle is never used concurrently and the run is as deterministic as a serial one.
     """
 
-    def __init__(self, target: Callable[[Callable[[Array], Any]], Any], evaluate: Callable[[Array], Any]) -> None:
+    def __init__(
+        self,
+        target: Callable[[Callable[[Array], Any]], Any],
+        evaluate: Callable[[Array], Any],
+        free: Callable[[], bool],
+    ) -> None:
         self._target = target
         self._evaluate = evaluate
+        self._free = free  # replayed points (after a resume) do not count towards a chunk
         self._go = threading.Semaphore(0)
         self._back = threading.Semaphore(0)
         self._quota = 0
@@ -271,6 +363,8 @@ class _ThreadBridge:
             self._back.release()
 
     def _fun(self, x: Array) -> Any:
+        if self._free():
+            return self._evaluate(x)
         if self._quota <= 0:
             self._back.release()
             self._go.acquire()
@@ -296,14 +390,25 @@ class _ThreadBridge:
 
 class _ScipySession(_Session):
     def __init__(
-        self, oracle: CountingOracle, best: _Best, chunk: int, run_peer: Callable[[Callable[[Array], Any]], Any]
+        self,
+        oracle: CountingOracle,
+        x0: Array,
+        seed: int,
+        best: _Best,
+        replay: Array | None,
+        chunk: int,
+        run_peer: Callable[[Callable[[Array], Any]], Any],
     ) -> None:
-        super().__init__(best)
+        super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
         self.oracle = oracle
         self.chunk = chunk
         self._last: tuple[bytes, float, Array | None] | None = None
-        self.bridge = _ThreadBridge(run_peer, self._point)
-        weakref.finalize(self, self.bridge.cancel)  # an abandoned run ends its thread
+        # the bridge (and the peer's thread) hold the session only weakly: when the driver drops the
+        # run's last state, the session is freed at once and its finalizer ends the paused thread
+        # (which may hold a library lock: scipy's COBYQA runs one solve at a time)
+        ref = weakref.ref(self)
+        self.bridge = _ThreadBridge(run_peer, functools.partial(_weak_point, ref), functools.partial(_weak_replaying, ref))
+        weakref.finalize(self, self.bridge.cancel)
 
     def _point(self, x: Array) -> tuple[float, Array | None]:
         """One peer point: ``(f, g)`` at ``x``; the same point asked again is not evaluated again."""
@@ -311,8 +416,7 @@ class _ScipySession(_Session):
         if self._last is not None and self._last[0] == key:
             return self._last[1], self._last[2]
         X = np.array(x, dtype=np.float64, copy=True).reshape(1, -1)
-        F, V, G = evaluate_points(self.oracle, X)
-        self.best.observe(X, F, V)
+        F, _, G = self.values(self.oracle, X)
         g = None if G is None else G[0]
         self._last = (key, float(F[0]), g)
         return float(F[0]), g
@@ -331,7 +435,20 @@ class _ScipySession(_Session):
         else:
             res = b.outcome
             ok = bool(getattr(res, "success", False))
-            self.finish(f"scipy: {getattr(res, 'message', '')}", Status.CONVERGED if ok else Status.MAX_ITER)
+            # a peer that stops without its success flag ran out of its own iteration limits
+            self.finish(f"scipy: {getattr(res, 'message', '')}", Status.CONVERGED if ok else Status.BUDGET)
+
+
+def _weak_point(ref: weakref.ref[_ScipySession], x: Array) -> tuple[float, Array | None]:
+    session = ref()
+    if session is None:
+        raise _Cancelled
+    return session._point(x)
+
+
+def _weak_replaying(ref: weakref.ref[_ScipySession]) -> bool:
+    session = ref()
+    return session is not None and session.replaying
 
 
 def _scipy_minimize(
@@ -366,15 +483,17 @@ class _ScipyPeer(_PeerBase):
     def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
         raise NotImplementedError  # pragma: no cover
 
-    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
+    def _session(
+        self, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
+    ) -> _Session:
         maxfev = getattr(self, "maxfev", None)
-        rem = oracle.remaining
         # let the oracle's exact budget bind (status BUDGET) unless the user capped the peer itself
-        maxpoints = maxfev if maxfev is not None else (rem // point_cost(oracle) + 2 if rem is not None else 0)
+        maxpoints = maxfev if maxfev is not None else _points_budget(oracle, None, 0, replay, slack=2)
         opts = self._options(oracle, maxpoints)
         run = _scipy_minimize(self.method, x0, _box(oracle), oracle.kind == "constrained", opts)
         pps = getattr(self, "points_per_step", None)
-        return _ScipySession(oracle, best, int(pps) if pps is not None else oracle.dim + 1, run)
+        chunk = int(pps) if pps is not None else oracle.dim + 1
+        return _ScipySession(oracle, x0, seed, best, replay, chunk, run)
 
 
 @dataclass(frozen=True)
@@ -487,10 +606,11 @@ class Powell(_ScipyPeer):
 def _quiet() -> Iterator[None]:
     """Silence two harmless notices of the peers' libraries (the peer thread is paused meanwhile):
     pycma's "import moarchiving failed" (an optional archive it does not need here) and PRIMA's
-    "Invalid RHOEND" (nevergrad's Cobyla passes ``tol=0`` to scipy, which resets it to 1e-6)."""
+    "Invalid RHOEND" / "Invalid MAXFUN" (nevergrad's Cobyla passes ``tol=0`` and, near the end of its
+    budget, fewer than ``d + 2`` evaluations to scipy, which corrects both)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*moarchiving.*")
-        warnings.filterwarnings("ignore", message="COBYLA: Invalid RHOEND")
+        warnings.filterwarnings("ignore", message="COBYLA: Invalid (RHOEND|MAXFUN)")
         yield
 
 
@@ -500,16 +620,18 @@ def _cma() -> Any:
 
 
 class _CMASession(_Session):
-    def __init__(self, solver: CMAES, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> None:
-        super().__init__(best)
+    def __init__(
+        self, solver: CMAES, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
+    ) -> None:
+        super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
         cma = _cma()
-        gen = np.random.default_rng(int(rng.integers(2**63 - 1)))
+        gen = np.random.default_rng(seed)
 
         def randn(*size: int) -> Array:  # pycma's only source of randomness: the run's Generator
             return gen.standard_normal(size)
 
         opts: dict[str, Any] = {"randn": randn, "seed": 1, "verbose": -9, "tolfun": solver.tolfun,
-                                "tolx": solver.tolx, "maxfevals": _points_budget(oracle, solver.maxfev, 10**9)}
+                                "tolx": solver.tolx, "maxfevals": _points_budget(oracle, solver.maxfev, 10**9, replay)}
         if solver.popsize is not None:
             opts["popsize"] = solver.popsize
         box = _box(oracle)
@@ -524,21 +646,25 @@ class _CMASession(_Session):
                 self.al = cma.ConstrainedFitnessAL(lambda x: self._row[0], lambda x: self._row[1])
 
     def advance(self, oracle: CountingOracle) -> None:
+        while self.replaying and not self.done:  # after a resume: the logged generations first
+            self._generation(oracle)
+        if not self.done:
+            self._generation(oracle)
+
+    def _generation(self, oracle: CountingOracle) -> None:
         es = self.es
         if es.stop():
             self.finish(f"cma: {dict(es.stop())}", Status.CONVERGED)
             return
         X = np.asarray(es.ask(), dtype=np.float64)
-        k = affordable(oracle, X.shape[0])
+        k = X.shape[0] if self.replaying else affordable(oracle, X.shape[0])
         if k < X.shape[0]:
             # a partial generation cannot be told to CMA-ES: evaluate what fits (counted), then stop
             if k:
-                F, V, _ = evaluate_points(oracle, X[:k])
-                self.best.observe(X[:k], F, V)
+                self.values(oracle, X[:k])
             self.budget(oracle)
             return
-        F, V, G = evaluate_points(oracle, X)
-        self.best.observe(X, F, V)
+        F, _, G = self.values(oracle, X)
         if self.al is None or G is None:
             es.tell(list(X), list(F))
         else:
@@ -578,8 +704,10 @@ class CMAES(_PeerBase):
         check_positive("tolx", self.tolx)
         self._check()
 
-    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
-        return _CMASession(self, oracle, x0, rng, best)
+    def _session(
+        self, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
+    ) -> _Session:
+        return _CMASession(self, oracle, x0, seed, best, replay)
 
 
 # --------------------------------------------------------------------------- nevergrad
@@ -589,16 +717,23 @@ def _nevergrad() -> Any:
 
 class _NGSession(_Session):
     def __init__(
-        self, optimizer: str, solver: _NGPeer, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best
+        self,
+        optimizer: str,
+        solver: _NGPeer,
+        oracle: CountingOracle,
+        x0: Array,
+        seed: int,
+        best: _Best,
+        replay: Array | None,
     ) -> None:
-        super().__init__(best)
+        super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
         ng = _nevergrad()
         param_ = ng.p.Array(init=x0)
         box = _box(oracle)
         if box is not None:
             param_.set_bounds(box[0], box[1])
-        param_.random_state = np.random.RandomState(int(rng.integers(2**32 - 1)))
-        self.budget_points = _points_budget(oracle, solver.maxfev, 100 * (oracle.dim + 1))
+        param_.random_state = np.random.RandomState(seed)
+        self.budget_points = _points_budget(oracle, solver.maxfev, 100 * (oracle.dim + 1), replay)
         self.name = optimizer
         self.opt = ng.optimizers.registry[optimizer](parametrization=param_, budget=self.budget_points, num_workers=1)
         self.chunk = solver.points_per_step if solver.points_per_step is not None else oracle.dim + 1
@@ -620,6 +755,8 @@ class _NGSession(_Session):
             raise
 
     def _advance(self, oracle: CountingOracle) -> None:
+        while self.replaying:  # after a resume: the logged points first
+            self._point(oracle)
         for _ in range(self.chunk):
             if self.told >= self.budget_points:
                 self.finish(f"nevergrad: used its budget of {self.budget_points} points", Status.BUDGET)
@@ -627,21 +764,23 @@ class _NGSession(_Session):
             if affordable(oracle, 1) < 1:
                 self.budget(oracle)
                 return
-            try:
-                cand = self.opt.ask()
-            except TypeError as exc:
-                raise _nevergrad_failure(self.name, exc) from exc
-            X = np.asarray(cand.value, dtype=np.float64).reshape(1, -1)
-            F, V, G = evaluate_points(oracle, X)
-            self.best.observe(X, F, V)
-            try:
-                if G is None:
-                    self.opt.tell(cand, float(F[0]))
-                else:
-                    self.opt.tell(cand, float(F[0]), constraint_violation=np.maximum(G[0], 0.0))
-            except TypeError as exc:
-                raise _nevergrad_failure(self.name, exc) from exc
-            self.told += 1
+            self._point(oracle)
+
+    def _point(self, oracle: CountingOracle) -> None:
+        try:
+            cand = self.opt.ask()
+        except TypeError as exc:
+            raise _nevergrad_failure(self.name, exc) from exc
+        X = np.asarray(cand.value, dtype=np.float64).reshape(1, -1)
+        F, _, G = self.values(oracle, X)
+        try:
+            if G is None:
+                self.opt.tell(cand, float(F[0]))
+            else:
+                self.opt.tell(cand, float(F[0]), constraint_violation=np.maximum(G[0], 0.0))
+        except TypeError as exc:
+            raise _nevergrad_failure(self.name, exc) from exc
+        self.told += 1
 
 
 def _stop_nevergrad_threads(opt: Any, depth: int = 0) -> None:
@@ -680,8 +819,10 @@ class _NGPeer(_PeerBase):
     def __post_init__(self) -> None:
         self._check()
 
-    def _session(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator, best: _Best) -> _Session:
-        return _NGSession(self.optimizer, self, oracle, x0, rng, best)
+    def _session(
+        self, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
+    ) -> _Session:
+        return _NGSession(self.optimizer, self, oracle, x0, seed, best, replay)
 
 
 @dataclass(frozen=True)

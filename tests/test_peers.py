@@ -1,0 +1,178 @@
+"""Peers (scipy, pycma, nevergrad) as solvers: exact budgets, counts by kind, best point, errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import gc
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe.errors import IncompatibleProblemError, InvalidParameterError
+from zoframe.result import Status
+from zoframe.sets import Ball
+from zoframe_bench.suites import BallConstrainedQuadratic, rosenbrock
+from zoframe_peers.solvers import point_cost
+
+ALL = ["cobyla", "cobyqa", "nelder-mead", "powell", "cma-es", "ngopt", "ng-cobyla"]
+
+
+class _Rosenbrock:
+    """Rosenbrock's function as a bare finite-sum problem whose measures cost no budget."""
+
+    kind = "finite_sum"
+    n = 1
+    monitor_free = True
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.x0 = np.tile([-1.2, 1.0], (dim + 1) // 2)[:dim]
+
+    def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        v = np.sum((1.0 - X[:, :-1]) ** 2 + 100.0 * (X[:, 1:] - X[:, :-1] ** 2) ** 2, axis=1)
+        return np.repeat(v[:, None], len(idx), axis=1)
+CONSTRAINED = ["cobyla", "cobyqa", "cma-es", "ng-cobyla"]
+
+
+class _Logged:
+    """BallConstrainedQuadratic that records every point the objective is evaluated at."""
+
+    def __init__(self, base: BallConstrainedQuadratic) -> None:
+        self.base = base
+        self.kind = base.kind
+        self.dim, self.n, self.m = base.dim, base.n, base.m
+        self.x0 = base.x0
+        self.convex_constraints = True
+        self.black_box_constraints = True
+        self.points: list[np.ndarray] = []
+        self.monitor_free = True
+
+    def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        self.points.extend(np.array(X, copy=True))
+        return self.base.components(X, idx)
+
+    def constraints(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return self.base.constraints(X, idx)
+
+    def measures(self, outputs: Mapping[str, np.ndarray], monitor: Any) -> dict[str, float]:
+        return self.base.measures(outputs, monitor)  # evaluates only points the peer reported
+
+
+@pytest.mark.parametrize("solver", CONSTRAINED)
+def test_constrained_peer_respects_max_calls_exactly_and_counts_by_kind(solver: str) -> None:
+    prob = BallConstrainedQuadratic(dim=4, n=3, seed=1)  # one point = 3 objective + 1 constraint
+    budget = 4 * 50 + 3  # not a multiple of the point cost
+    res = zoframe.minimize(prob, solver, rng=0, max_calls=budget)
+    assert res.nfev <= budget
+    points = res.nfev // 4
+    assert res.nfev == 4 * points
+    assert res.nfev_by_kind == {"objective": 3 * points, "constraint": points}
+    if res.status is Status.BUDGET:
+        assert budget - res.nfev < 4  # it stopped only because a whole point no longer fitted
+
+
+@pytest.mark.parametrize("solver", ["nelder-mead", "powell", "cobyla", "cma-es"])
+def test_finite_sum_peer_stops_exactly_at_max_calls(solver: str) -> None:
+    prob = _Rosenbrock(4)
+    res = zoframe.minimize(prob, solver, rng=0, max_calls=157)
+    assert res.status is Status.BUDGET
+    assert res.nfev == 157 and res.nfev_by_kind == {"objective": 157}
+    assert res.nfev_by_purpose.get("peer") == 157
+
+
+@pytest.mark.parametrize("solver", CONSTRAINED)
+def test_result_reports_the_best_feasible_point_evaluated(solver: str) -> None:
+    prob = _Logged(BallConstrainedQuadratic(dim=3, n=2, seed=2))
+    res = zoframe.minimize(prob, solver, rng=1, max_calls=3 * 40)
+    pts = np.array([p for p in prob.points if float(p @ p) <= prob.base.radius**2 + 1e-6])
+    assert pts.size, "the peer evaluated no feasible point"
+    fvals = prob.base.components(pts, np.arange(prob.n)).mean(axis=1)
+    assert res.fun == pytest.approx(float(fvals.min()), rel=1e-12, abs=1e-12)
+    assert any(np.array_equal(res.x, p) for p in pts)
+
+
+@pytest.mark.parametrize("solver", ["cma-es", "ng-cobyla", "cobyla"])
+def test_same_seed_same_result_and_seed_matters_where_random(solver: str) -> None:
+    prob = BallConstrainedQuadratic(dim=4, n=2, seed=0)
+    a = zoframe.minimize(prob, solver, rng=7, max_calls=600)
+    b = zoframe.minimize(prob, solver, rng=7, max_calls=600)
+    assert np.array_equal(a.x, b.x) and a.nfev == b.nfev
+    if solver == "cma-es":
+        c = zoframe.minimize(prob, solver, rng=8, max_calls=600)
+        assert not np.array_equal(a.x, c.x)
+
+
+def test_peers_converge_on_an_easy_constrained_problem() -> None:
+    prob = BallConstrainedQuadratic(dim=4, n=2, seed=3)
+    fstar = float(prob.known_solution()["fun"])
+    for solver in ("cobyla", "cobyqa"):
+        res = zoframe.minimize(prob, solver, rng=0, max_calls=3000)
+        assert res.fun == pytest.approx(fstar, rel=1e-5)
+        assert res.feasible
+
+
+def test_ngopt_respects_the_budget_on_a_small_run() -> None:
+    prob = rosenbrock(2)
+    res = zoframe.minimize(prob, "ngopt", rng=0, max_calls=12)
+    assert res.nfev <= 12 and res.nfev_by_kind == {"objective": res.nfev}
+    assert np.isfinite(res.fun)
+
+
+def test_peer_rejects_unsupported_problems_with_clear_errors() -> None:
+    with pytest.raises(IncompatibleProblemError, match="nelder-mead"):
+        zoframe.minimize(BallConstrainedQuadratic(), "nelder-mead", max_calls=10)
+    ball = zoframe.FiniteSum(lambda X: (X**2).sum(axis=1), x0=np.ones(2), feasible_set=Ball(2, 1.0))
+    with pytest.raises(IncompatibleProblemError, match="simple bounds only"):
+        zoframe.minimize(ball, "cobyla", max_calls=10)
+    with pytest.raises(InvalidParameterError, match="rhoend"):
+        zoframe.minimize(rosenbrock(2), "cobyla", max_calls=10, rhobeg=1e-3, rhoend=1.0)
+
+
+def test_box_bounds_are_passed_to_the_peer() -> None:
+    prob = zoframe.FiniteSum(lambda X: ((X - 2.0) ** 2).sum(axis=1), x0=np.zeros(3), bounds=(-1.0, 1.0))
+    for solver in ("nelder-mead", "cobyla", "cma-es"):
+        res = zoframe.minimize(prob, solver, rng=0, max_calls=400)
+        assert np.all(res.x <= 1.0 + 1e-9) and np.all(res.x >= -1.0 - 1e-9)
+        assert res.x == pytest.approx(np.ones(3), abs=1e-2)
+
+
+def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "cma", None)  # import cma now raises ImportError
+    with pytest.raises(ImportError, match=r"zoframe\[peers\]"):
+        zoframe.minimize(rosenbrock(2), "cma-es", rng=0, max_calls=50)
+    monkeypatch.setitem(sys.modules, "nevergrad", None)
+    with pytest.raises(ImportError, match=r"zoframe\[peers\]"):
+        zoframe.minimize(rosenbrock(2), "ng-cobyla", rng=0, max_calls=50)
+
+
+def test_abandoned_scipy_run_ends_its_thread() -> None:
+    for _ in range(2):  # COBYQA holds a lock while it runs: a leaked thread would block the second run
+        res = zoframe.minimize(BallConstrainedQuadratic(dim=3, n=2), "cobyqa", rng=0, max_iter=2)
+        assert res.status is Status.MAX_ITER
+    gc.collect()
+    for t in threading.enumerate():
+        if t.name == "zoframe-peer":
+            t.join(timeout=5)
+    assert not any(t.name == "zoframe-peer" and t.is_alive() for t in threading.enumerate())
+
+
+def test_point_cost_is_n_plus_m() -> None:
+    from zoframe.oracle import CountingOracle
+
+    assert point_cost(CountingOracle(BallConstrainedQuadratic(dim=3, n=5))) == 6
+    assert point_cost(CountingOracle(rosenbrock(3))) == 1
+
+
+def test_checkpoint_resume_replays_without_new_evaluations(tmp_path: object) -> None:
+    prob = BallConstrainedQuadratic(dim=3, n=2, seed=4)
+    for solver in ("cobyla", "cma-es"):
+        straight = zoframe.minimize(prob, solver, rng=5, max_iter=12, record_every=0)
+        path = f"{tmp_path}/{solver}"
+        zoframe.minimize(prob, solver, rng=5, max_iter=6, checkpoint=path, record_every=0)
+        resumed = zoframe.minimize(prob, solver, max_iter=12, resume=path, record_every=0)
+        assert np.array_equal(straight.x, resumed.x)
+        assert straight.nfev == resumed.nfev
