@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 import time
 from typing import Any
+import warnings
 
 import numpy as np
 
@@ -145,7 +146,21 @@ def _measure(problem: Any, aux: CountingOracle, outputs: Mapping[str, Array]) ->
 
 
 def execute(task: Task) -> RunRow:
-    """Run one task from scratch (in any process) and return its row."""
+    """Run one task from scratch (in any process) and return its row.
+
+    Warnings raised during the run are recorded in the row (``result["warnings"]``) instead of
+    following the process's warning filters, so a run behaves the same in every process.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        row = _execute(task)
+    if caught and row.ran:
+        texts = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+        row = dataclasses.replace(row, result={**row.result, "warnings": texts})
+    return row
+
+
+def _execute(task: Task) -> RunRow:
     from zoframe.driver import RunFailedError, minimize
 
     t0 = time.perf_counter()
