@@ -18,7 +18,6 @@ from zoframe_bench.profiles import (
     solve_times,
 )
 
-
 Arr = npt.NDArray[np.float64]
 
 
