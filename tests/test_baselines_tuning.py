@@ -19,7 +19,7 @@ from zoframe_constrained.tuning import (
 
 PROBLEM = ProblemRef("fairness", {"dataset": "D1", "n_samples": 400, "seed": 0})
 GRID = {"eta_w": (1e-2, 1e-4), "beta": (0.1, 10.0)}
-FIXED = {"M1": 32, "M2": 10, "M3": 10, "q": 5}
+FIXED = {"M1": 32, "M2": 10, "M3": 10, "q": 5, "steps": "paper"}  # the papers' grids tune the fixed steps
 BUDGET = {"max_iter": 150}
 
 

@@ -119,7 +119,9 @@ def test_fairness_sizes_and_values(name: str) -> None:
 def test_fairness_constraints_bind_and_are_learnable() -> None:
     """The unconstrained-ish start violates nothing (w = 0); a trained classifier is well above chance."""
     prob = fairness("D1", seed=0)
-    res = zoframe.minimize(prob, "adszog", rng=0, max_iter=300, M1=128, M2=10, M3=10, eta_w=0.01, record_every=0)
+    res = zoframe.minimize(
+        prob, "adszog", rng=0, max_iter=300, M1=128, M2=10, M3=10, eta_w=0.01, record_every=0, steps="paper"
+    )
     assert res.measures["test_accuracy"] >= 0.75
     assert res.measures["constraints_checked"] == prob.m
 

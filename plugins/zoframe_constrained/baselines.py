@@ -46,6 +46,7 @@ stops the run once it is exceeded (the paper stopped these methods at 10 000 s).
 from __future__ import annotations
 
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 import time
 from typing import Any, ClassVar, Literal
@@ -205,6 +206,14 @@ class CvxpySubproblem:
 _SUBPROBLEMS: weakref.WeakKeyDictionary[CountingOracle, dict[str, CvxpySubproblem]] = weakref.WeakKeyDictionary()
 
 
+class _DefaultBatch(int):
+    """The default batch 128, told apart from a user's explicit ``128`` (an explicit batch larger than
+    ``n`` stays an error; the default adapts to ``min(128, n)``, see :meth:`_ProjectedBase.adapt`)."""
+
+
+_DEFAULT_M1 = _DefaultBatch(128)
+
+
 def _minibatch(oracle: CountingOracle, size: int | None, rng: np.random.Generator) -> IntArray | None:
     if size is None or size >= oracle.n:
         return None  # all n components
@@ -217,7 +226,7 @@ class _ProjectedBase(SolverBase):
     """Shared parts: constraint handling, subproblems, wall-clock cap, ZO estimates of ``f0``."""
 
     problem_kinds: ClassVar[frozenset[str]] = frozenset({"constrained"})
-    M1: int | None = param(128, symbol="|M1|", doc="data batch per iteration (None: all n)")
+    M1: int | None = param(_DEFAULT_M1, symbol="|M1|", doc="data batch per iteration (default min(128, n); None: all n)")
     q: int = param(10, symbol="q", doc="Gaussian directions per estimate")
     mu: float = param(1e-3, symbol="mu", doc="smoothing radius")
     constraints: ConstraintMode = param("auto", doc="'exact', 'linearize' or 'auto' (see the module docstring)")
@@ -238,9 +247,16 @@ class _ProjectedBase(SolverBase):
         if batch is not None:
             check_int("M1", batch)
 
+    def adapt(self, oracle: CountingOracle) -> tuple[Any, list[str]]:
+        """The default batch shrinks to the ``n`` data components when there are fewer than 128."""
+        if self.M1 is _DEFAULT_M1 and oracle.n < int(_DEFAULT_M1):
+            note = f"M1 = {oracle.n} (all n = {oracle.n} data components; the default is {int(_DEFAULT_M1)})"
+            return dataclasses.replace(self, M1=oracle.n), [note]
+        return self, []
+
     def validate(self, oracle: CountingOracle) -> None:
         self.linearized(oracle)  # raises for constraints='exact' without white-box convex structure
-        if self.M1 is not None:
+        if self.M1 is not None and self.M1 is not _DEFAULT_M1:  # the default fits any n (min(128, n))
             check_batch("M1", self.M1, oracle.n, "data components (n)")
         solver = self.cvxpy_solver
         if solver is not None:
@@ -601,7 +617,9 @@ class AccSZOFW(_FrankWolfeBase):
     eta: float = param(1e-2, symbol="eta", doc="Frank-Wolfe step in (0, 1] (paper grid {1e-2, 1e-3, 1e-4})")
     period: int = param(10, symbol="q_s", doc="a large-batch estimate every this many iterations")
     S1: int | None = param(None, symbol="|S1|", doc="large batch (None: all n)")
-    M1: int | None = param(128, symbol="|S2|", doc="small batch of the recursive corrections (None: all n)")
+    M1: int | None = param(
+        _DEFAULT_M1, symbol="|S2|", doc="small batch of the recursive corrections (default min(128, n); None: all n)"
+    )
 
     def __post_init__(self) -> None:
         if not (isinstance(self.eta, (int, float)) and 0 < self.eta <= 1):

@@ -16,8 +16,10 @@ _REF_ICML = (
 )
 _REF_ICLR = "Shi, Gao & Gu, ICLR 2022 submission (doubly stochastic zeroth-order gradient), Algorithm 1"
 
-#: small batches for the contract kit's smoke problem (n = 8 components, m = 6 constraints)
-_CONTRACT = {"M1": 4, "M2": 4, "M3": 3, "q": 5, "beta": 10.0}
+#: small batches for the contract kit's smoke problem (n = 8 components, m = 6 constraints), with the
+#: papers' fixed steps: the kit checks a fixed cost per step, which the backtracking of steps="auto"
+#: does not have (tests/test_constrained_robust.py runs the kit's other checks on steps="auto")
+_CONTRACT = {"M1": 4, "M2": 4, "M3": 3, "q": 5, "beta": 10.0, "steps": "paper"}
 
 
 @hookimpl

@@ -189,11 +189,12 @@ def _problem_ref(
 
 
 def _fixed(family: str, solver: str, n_train: int) -> dict[str, Any]:
-    """Batch sizes of ICML Section 6.2: |M1| = 128 for every method, |M2| = |M3| = 128 (pairwise) or 10."""
+    """Batch sizes of ICML Section 6.2: |M1| = 128 for every method, |M2| = |M3| = 128 (pairwise) or 10;
+    DSZOG / ADSZOG with the papers' fixed steps (``steps="paper"``)."""
     m1 = min(128, n_train)
     if solver in PENALTY:
         m23 = 128 if family == "pairwise" else 10
-        return {"M1": m1, "M2": m23, "M3": m23}
+        return {"M1": m1, "M2": m23, "M3": m23, "steps": "paper"}  # the papers' fixed steps, no continuation
     return {"M1": m1}
 
 
@@ -224,7 +225,7 @@ def plan(args: argparse.Namespace, hparams: Mapping[str, Mapping[str, Any]]) -> 
                     vals = value if isinstance(value, tuple) else (value,)
                     label = f"{study.table}: " + ", ".join(f"{n}={v:g}" for n, v in zip(names, vals))
                     base = dict(hparams.get(f"{study.family}|{ds}|adszog", {}))
-                    params = {**base, **study.fixed, **dict(zip(names, vals))}
+                    params = {**base, **study.fixed, **dict(zip(names, vals)), "steps": "paper"}
                     for s in seeds:
                         ref = _problem_ref(study.family, ds, s, args.n_samples, args.data_dir, args.c_rel)
                         jobs.append(Job(args.table, study.family, ds, label, "adszog", params, s, _budget("adszog", args), ref))
@@ -232,6 +233,8 @@ def plan(args: argparse.Namespace, hparams: Mapping[str, Mapping[str, Any]]) -> 
     for ds in _datasets(args, args.table):
         for method in _methods(args, args.table):
             params = dict(hparams.get(f"{args.table}|{ds}|{method}", {}))
+            if method in PENALTY:
+                params["steps"] = "paper"  # also for selections cached before the step rule existed
             for s in seeds:
                 ref = _problem_ref(args.table, ds, s, args.n_samples, args.data_dir, args.c_rel)
                 jobs.append(Job(args.table, args.table, ds, method, method, params, s, _budget(method, args), ref))

@@ -28,12 +28,14 @@ import math
 from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
+from scipy.optimize import nnls as scipy_nnls
 
-from zoframe.errors import IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
+from zoframe.errors import DivergedError, IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
 from zoframe.estimators import CoordinateEstimator
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, Estimator, IntArray
-from zoframe.solver import SolverBase, check_batch, check_int, check_open_unit, check_positive
+from zoframe.result import Status
+from zoframe.solver import SolverBase, StopReason, check_batch, check_int, check_open_unit, check_positive
 from zoframe.specs import param
 from zoframe_constrained.ldp import least_distance, least_distance_step
 from zoframe_constrained.simplex import (
@@ -63,7 +65,17 @@ _FLUSH_EVERY = 16
 SPARSE_AUTO_M = 10_000
 
 PForm = Literal["auto", "dense", "sparse"]
+StepMode = Literal["auto", "paper"]
 StateT = TypeVar("StateT")
+
+#: the papers' batch size (ICML Section 6.2), the default of every batch that the problem allows
+DEFAULT_BATCH = 128
+#: steps="auto": the normalised step grows by this factor after an accepted step, shrinks by _SHRINK after a rejected one
+_GROW, _SHRINK = 2.0, 0.25
+#: steps="auto": at most this many trial points per step (then the step is skipped with a smaller length)
+_TRIALS = 6
+#: step="auto": stationary after this many restarts of the step length that found no decrease
+_STALLS = 3
 
 
 def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
@@ -80,12 +92,24 @@ def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
 def _diverged(w: Array, solver: _PenaltyMinimax, t: int) -> Array:
     """``w``, after checking it has not blown up (a step too large for the penalty's curvature).
 
-    Entries beyond ``1e100`` count as diverged: squaring the values they produce would overflow.
+    Diverged: an entry beyond ``1e100`` (squaring the values it produces would overflow), or beyond
+    ``mu / (64 eps)``, where the smoothing radius ``mu`` falls below 64 units in the last place of
+    ``w`` and the finite differences can no longer resolve anything.
     """
-    if not float(np.max(np.abs(w))) < 1e100:  # also catches NaN
-        raise NonFiniteValueError(
-            f"{type(solver).__name__} diverged at step {t}: |w| exceeds 1e100. Lower eta_w "
-            f"(now {solver.eta_w:g}) or beta (now {solver.beta:g}); adszog's adaptive steps diverge less easily."
+    size = float(np.max(np.abs(w)))
+    limit = min(1e100, solver.mu / (64.0 * float(np.finfo(np.float64).eps)))
+    if not size < limit:  # also catches NaN
+        why = f"{type(solver).__name__} diverged at step {t}: |w| = {size:.3g} exceeds {limit:.3g} (beyond it the " \
+            f"smoothing radius mu = {solver.mu:g} is below the resolution of w)."
+        if solver.auto:
+            raise DivergedError(
+                f"{why} The penalised value kept decreasing along the estimated gradient: the problem may be "
+                "unbounded below on the feasible set, or the penalty too weak there (raise beta); give bounds= "
+                "if the variables have them."
+            )
+        raise DivergedError(
+            f"{why} With steps='paper', lower eta_w (now {solver.eta_w:g}) or beta (now {solver.beta:g}), or use "
+            "steps='auto' (normalised steps with backtracking on the penalised value)."
         )
     return w
 
@@ -97,21 +121,71 @@ def _norm(v: Array) -> float:
 
 @dataclass(frozen=True)
 class _PenaltyMinimax(SolverBase):
-    """Hyper-parameters and estimators shared by DSZOG and ADSZOG."""
+    """Hyper-parameters and estimators shared by DSZOG and ADSZOG, and the two step rules.
+
+    ``steps="paper"``: the boxes as written, with the fixed steps ``eta_w``, ``eta_p`` and a fixed
+    ``beta`` (the reproductions use it). ``steps="auto"`` (default), for problems nobody tuned:
+
+    * batches default to what the problem allows (``M1 = min(128, n)``, ``M3 = min(128, m)``; for
+      ``m <= 128`` the sum over ``j ~ p`` is exact over all constraints), said in ``Result.notes``;
+      for ``2 dim <= q + 1`` the gradient estimate is central differences along the coordinates;
+    * the ``w`` step is normalised, ``w - alpha G / ||G||`` (ADSZOG: ``z_w``), projected on the
+      bounds, with Armijo backtracking on the penalised value of the same batch (function values
+      only; a trial where the user's function returns NaN / inf is a failed trial); ``alpha`` starts
+      at ``0.1 max(1, |x0|_inf)`` and doubles after an accepted step; the smoothing radius stays
+      below ``alpha / 10``; the ``p`` step has length ``eta_p`` along ``H / ||H||``;
+    * the starting ``beta`` is scaled by ``|f0(x0)| / max_j f_j(x0)^2`` (units-free), and penalty
+      continuation multiplies it by ``beta_growth`` while the sampled violation does not halve
+      within ``stall_window`` steps;
+    * stationarity: three restarts of the step length in a row find no decrease down to
+      ``xtol * max(1, |w|_inf)``; then (sampled violation ``<= restore_band``) the restoration
+      rounds and a KKT test from central differences (:meth:`_certify`); the run is ``CONVERGED``
+      only when both pass; otherwise the penalty phase resumes while the budget lasts. A budget
+      reserve (``restore_reserve`` of ``max_calls``) is kept for a final restoration;
+    * ``|w|`` beyond ``mu / (64 eps)`` ends the run as ``DIVERGED`` (:class:`~zoframe.errors.DivergedError`).
+    """
 
     problem_kinds: ClassVar[frozenset[str]] = frozenset({"constrained"})
-    eta_w: float = param(1e-2, symbol="eta_w", doc="step size of w")
-    eta_p: float = param(1e-2, symbol="eta_p", doc="step size of p")
-    beta: float = param(1.0, symbol="beta", doc="penalty parameter (> 0)")
-    lam: float = param(1e-6, symbol="lambda", doc="strong concavity of L in p (> 0)")
+    eta_w: float = param(1e-2, symbol="eta_w", doc="step size of w (steps='paper'; ignored by steps='auto')")
+    eta_p: float = param(1e-2, symbol="eta_p", doc="step size of p (steps='auto': length of the normalised step of p)")
+    beta: float = param(1.0, symbol="beta", doc="penalty parameter (> 0; the starting value under continuation)")
+    lam: float = param(1e-6, symbol="lambda", doc="strong concavity of L in p (> 0; ICML Alg. 1: 1e-6)")
     q: int = param(10, symbol="q", doc="Gaussian directions per estimate, shared by both sums of G_L")
     mu: float = param(1e-3, symbol="mu", doc="smoothing radius")
-    M1: int = param(128, symbol="|M1|", doc="data batch, uniform without replacement (<= n)")
-    M2: int = param(128, symbol="|M2|", doc="constraint batch drawn i.i.d. from p (with replacement)")
-    M3: int = param(128, symbol="|M3|", doc="constraint batch, uniform without replacement (<= m)")
+    M1: int | None = param(None, symbol="|M1|", doc="data batch, uniform without replacement (None: min(128, n))")
+    M2: int | None = param(
+        None, symbol="|M2|",
+        doc="constraint batch drawn i.i.d. from p (None: 128 with steps='paper'; with steps='auto' min(128, m), and "
+            "when that is all m the sum over p is taken exactly)",
+    )  # fmt: skip
+    M3: int | None = param(None, symbol="|M3|", doc="constraint batch, uniform without replacement (None: min(128, m))")
     estimator: Estimator | None = param(None, doc="gradient estimator (default: gaussian(q, mu))")
+    steps: StepMode = param(
+        "auto", doc="'auto': normalised steps with backtracking on the penalised value (scale-free); 'paper': the "
+        "papers' fixed steps eta_w, eta_p",
+    )  # fmt: skip
+    continuation: bool | None = param(
+        None, doc="raise beta while the sampled violation stalls above the tolerance (None: on with steps='auto')"
+    )
+    beta_growth: float = param(10.0, doc="continuation: factor by which beta grows")
+    beta_max: float = param(1e12, doc="continuation: beta never grows beyond this")
+    stall_window: int = param(20, doc="continuation: steps over which the sampled violation must halve")
+    xtol: float = param(
+        1e-7, doc="steps='auto': stationary when the accepted step length falls below xtol * max(1, |w|_inf)"
+    )
+    kkt_tol: float = param(
+        1e-2, doc="steps='auto': the KKT residual at the restored point, relative to the gradient, must be <= this"
+    )
+    restore_band: float = param(
+        1e-2, doc="steps='auto': a stationary iterate with sampled violation <= this goes to the final restoration"
+    )
+    restore_reserve: float | None = param(
+        None, doc="steps='auto': fraction of max_calls kept for the final restoration (None: 0.05; 0: none)"
+    )
     restore_after: int | None = param(None, doc="steps before the feasibility-restoration phase (None: never)")
-    violation_tol: float = param(1e-3, symbol="eps_f", doc="restoration ends when max_j f_j(w) <= this")
+    violation_tol: float | None = param(
+        None, symbol="eps_f", doc="restoration ends when max_j f_j(w) <= this (None: 1e-6 with steps='auto', 1e-3 'paper')"
+    )
     restore_every: int | None = param(
         None, doc="every this many steps, keep a restored copy of w as outputs['x_feasible'] (None: never)"
     )
@@ -123,6 +197,8 @@ class _PenaltyMinimax(SolverBase):
     )
 
     def __post_init__(self) -> None:
+        if self.steps not in ("auto", "paper"):
+            raise InvalidParameterError(f"steps must be 'auto' or 'paper', got {self.steps!r}")
         if self.restore_after is not None:
             check_int("restore_after", self.restore_after, minimum=0)
         if self.restore_every is not None:
@@ -131,7 +207,8 @@ class _PenaltyMinimax(SolverBase):
             check_int("restore_sample", self.restore_sample)
         if self.restore_batch is not None:
             check_int("restore_batch", self.restore_batch)
-        check_positive("violation_tol", self.violation_tol)
+        if self.violation_tol is not None:
+            check_positive("violation_tol", self.violation_tol)
         check_int("restore_rounds", self.restore_rounds)
         check_positive("restore_mu", self.restore_mu)
         check_positive("eta_w", self.eta_w, "eta_w")
@@ -140,76 +217,345 @@ class _PenaltyMinimax(SolverBase):
         check_positive("lam", self.lam, "lambda")
         check_int("q", self.q)
         check_positive("mu", self.mu, "mu")
-        check_int("M1", self.M1)
-        check_int("M2", self.M2)
-        check_int("M3", self.M3)
+        for name in ("M1", "M2", "M3"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name))
+        if self.continuation is not None and not isinstance(self.continuation, bool):
+            raise InvalidParameterError(f"continuation must be True, False or None, got {self.continuation!r}")
+        if not (isinstance(self.beta_growth, (int, float)) and self.beta_growth > 1.0):
+            raise InvalidParameterError(f"beta_growth must be a number > 1, got {self.beta_growth!r}")
+        check_positive("beta_max", self.beta_max)
+        check_int("stall_window", self.stall_window)
+        check_positive("xtol", self.xtol)
+        check_positive("restore_band", self.restore_band)
+        check_positive("kkt_tol", self.kkt_tol)
+        if self.restore_reserve is not None and not (
+            isinstance(self.restore_reserve, (int, float)) and 0.0 <= self.restore_reserve < 1.0
+        ):
+            raise InvalidParameterError(f"restore_reserve must lie in [0, 1), got {self.restore_reserve!r}")
         if self.eta_p * self.lam >= 1.0:
             raise InvalidParameterError(
                 f"eta_p * lambda must be < 1 (got {self.eta_p} * {self.lam}): the step p + eta_p H scales p "
                 "by 1 - eta_p lambda, which must stay positive; lower eta_p or lambda"
             )
 
+    # ------------------------------------------------------------------ problem-dependent defaults
+    @property
+    def auto(self) -> bool:
+        """Whether the scale-free step rule (``steps="auto"``) is on."""
+        return self.steps == "auto"
+
+    @property
+    def continuing(self) -> bool:
+        """Whether the penalty continuation is on (default: with ``steps="auto"``)."""
+        return self.auto if self.continuation is None else bool(self.continuation)
+
+    @property
+    def tol(self) -> float:
+        """The restoration's violation tolerance (``violation_tol``, or the mode's default)."""
+        if self.violation_tol is not None:
+            return float(self.violation_tol)
+        return 1e-6 if self.auto else 1e-3
+
+    def sizes(self, oracle: CountingOracle) -> tuple[int, int, int]:
+        """``(|M1|, |M2|, |M3|)``: the given batches, or the defaults the problem allows."""
+        m1 = self.M1 if self.M1 is not None else min(DEFAULT_BATCH, oracle.n)
+        if self.M2 is not None:
+            m2 = self.M2
+        else:
+            m2 = min(DEFAULT_BATCH, oracle.m) if self.auto else DEFAULT_BATCH
+        m3 = self.M3 if self.M3 is not None else min(DEFAULT_BATCH, oracle.m)
+        return int(m1), int(m2), int(m3)
+
+    def exact_p(self, oracle: CountingOracle) -> bool:
+        """``steps="auto"`` with the default ``M2`` and ``m <= 128``: the sum over ``j ~ p`` is taken exactly
+        (weights ``p_j`` on all ``m`` constraints) instead of ``|M2| = m`` i.i.d. draws."""
+        return self.auto and self.M2 is None and oracle.m <= DEFAULT_BATCH
+
+    def adapt(self, oracle: CountingOracle) -> tuple[Any, list[str]]:
+        """Fill the batches the user did not give with what the problem allows, and say so."""
+        notes: list[str] = []
+        m1, m2, m3 = self.sizes(oracle)
+        if self.M1 is None and m1 < DEFAULT_BATCH:
+            notes.append(f"M1 = {m1} (all n = {oracle.n} data components; the default is {DEFAULT_BATCH})")
+        if self.M3 is None and m3 < DEFAULT_BATCH:
+            notes.append(f"M3 = {m3} (all m = {oracle.m} constraints; the default is {DEFAULT_BATCH})")
+        if self.exact_p(oracle):
+            notes.append(f"M2: the sum over j ~ p is exact over all m = {oracle.m} constraints (m <= {DEFAULT_BATCH})")
+        elif self.M2 is None and m2 < DEFAULT_BATCH:
+            notes.append(f"M2 = {m2} (m = {oracle.m} constraints; the default is {DEFAULT_BATCH})")
+        if notes and m1 == oracle.n and m3 == oracle.m and self.exact_p(oracle):
+            if isinstance(self.estimator_for(oracle), CoordinateEstimator):
+                notes.append("full batches and central differences along the coordinates: deterministic")
+            else:
+                notes.append("full batches: only the Gaussian directions are random")
+        return self, notes
+
     def validate(self, oracle: CountingOracle) -> None:
         if oracle.kind != "constrained":
             raise IncompatibleProblemError(f"{type(self).__name__} solves constrained problems, got {oracle.kind!r}")
         if oracle.m < 1:
             raise InvalidParameterError("the problem has no constraint (m = 0); use a finite-sum solver")
-        check_batch("M1", self.M1, oracle.n, "data components n")
-        check_batch("M3", self.M3, oracle.m, "constraints m")
+        m1, _, m3 = self.sizes(oracle)
+        check_batch("M1", m1, oracle.n, "data components n")
+        check_batch("M3", m3, oracle.m, "constraints m")
 
     def calls_per_step(self, oracle: CountingOracle) -> int:
         """``rows * (|M1| + |M2|) + |M3|`` evaluations per penalty step (``rows = q + 1`` for the Gaussian
         estimator). A restoration round costs the constraints it checks (``m`` or ``restore_sample``)
-        plus ``2 dim`` per corrected constraint."""
-        return int(self.gradient_estimator().rows(oracle.dim)) * (self.M1 + self.M2) + self.M3
+        plus ``2 dim`` per corrected constraint. With ``steps="auto"`` each trial point of the
+        backtracking costs ``|M1| + |M2|`` more (one at least, at most 6 per step)."""
+        m1, m2, m3 = self.sizes(oracle)
+        return int(self.estimator_for(oracle).rows(oracle.dim)) * (m1 + m2) + m3
 
     # ------------------------------------------------------------------ the two estimators
-    def G_L(self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, rng: np.random.Generator) -> Array:
+    def G_L(
+        self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, rng: np.random.Generator,
+        beta: float | None = None, p_weights: Array | None = None,
+    ) -> Array:  # fmt: skip
         """``1/(q|M1|) sum_i sum_k G(l_i; u_k) + beta/(q|M2|) sum_j sum_k G(phi_j; u_k)``.
 
         One set of directions for both sums: the columns ``[l_i, phi_j]`` are weighted so that their
         mean is ``mean_i l_i + beta mean_j phi_j``, and ONE estimate (one matrix of points) makes one
-        objective call and one constraint call.
+        objective call and one constraint call. ``p_weights`` (``M2`` = all constraints): the exact
+        ``sum_j p_j phi_j`` instead of the sample mean.
         """
-        weights = self._weights(M1.shape[0], M2.shape[0])
+        return self._estimate(oracle, w, M1, M2, rng, beta, p_weights)[0]
+
+    def _estimate(
+        self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, rng: np.random.Generator,
+        beta: float | None = None, p_weights: Array | None = None, mu: float | None = None,
+    ) -> tuple[Array, float]:  # fmt: skip
+        """``(G_L, L_batch(w))``: the estimate and the batch's penalised value at ``w`` (its base row).
+        ``mu``: the smoothing radius (default: the field ``mu``)."""
+        b = self.beta if beta is None else beta
+        weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
+        box = oracle.feasible_set
 
         def lagrangian_terms(X: Array) -> Array:
+            if box is not None:
+                X = box.project(X)  # every evaluated point inside the bounds
             loss = oracle.objective(X, M1)
             f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
             phi = np.maximum(f, 0.0) ** 2
             out: Array = np.hstack([loss, phi]) * weights
             return out
 
-        est = self.gradient_estimator().estimate(lagrangian_terms, w, rng, mu=self.mu)
-        return np.asarray(est.grad, dtype=np.float64)
+        est = self.estimator_for(oracle).estimate(lagrangian_terms, w, rng, mu=self.mu if mu is None else mu)
+        if est.values is None:  # an estimator without a base row (central differences)
+            return np.asarray(est.grad, dtype=np.float64), self.penalised(oracle, w, M1, M2, b, p_weights)[0]
+        return np.asarray(est.grad, dtype=np.float64), float(np.asarray(est.values, dtype=np.float64).mean())
+
+    def estimator_for(self, oracle: CountingOracle) -> Estimator:
+        """The gradient estimator: ``estimator``, else with ``steps="auto"`` central differences along the
+        coordinates when they cost no more rows than the Gaussian one (``2 dim <= q + 1``), else
+        ``gaussian(q, mu)``."""
+        if self.estimator is None and self.auto and 2 * oracle.dim <= self.q + 1:
+            return CoordinateEstimator(mu=self.mu)
+        return self.gradient_estimator()
+
+    def penalised(
+        self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, beta: float, p_weights: Array | None
+    ) -> tuple[float, Array]:
+        """The batch's penalised value at ``w`` (as :meth:`_estimate`'s base row) and the ``M2`` constraint values."""
+        weights = self._weights(M1.shape[0], M2.shape[0], beta) if p_weights is None else self._p_weights(M1.shape[0], p_weights, beta)
+        loss = oracle.objective(w, M1, purpose="line search")
+        f = _finite(oracle.constraints(w, M2, purpose="line search"), oracle, "at a trial point")
+        vals = np.hstack([loss, np.maximum(f, 0.0) ** 2]) * weights
+        return float(vals.mean()), f[0]
 
     @functools.lru_cache(maxsize=4)  # noqa: B019 - a handful of frozen solvers, small arrays
-    def _weights(self, b1: int, b2: int) -> Array:
+    def _weights(self, b1: int, b2: int, beta: float) -> Array:
         """Column weights that turn the mean over ``[l_M1, phi_M2]`` into ``mean l + beta mean phi``."""
-        w = np.concatenate([np.full(b1, (b1 + b2) / b1), np.full(b2, self.beta * (b1 + b2) / b2)])
+        w = np.concatenate([np.full(b1, (b1 + b2) / b1), np.full(b2, beta * (b1 + b2) / b2)])
         w.setflags(write=False)
         return w
 
-    def H(self, oracle: CountingOracle, w: Array, M3: IntArray) -> Ascent:
+    @staticmethod
+    def _p_weights(b1: int, p: Array, beta: float) -> Array:
+        """Column weights that turn the mean over ``[l_M1, phi_1..phi_m]`` into ``mean l + beta sum_j p_j phi_j``."""
+        b2 = p.shape[0]
+        out: Array = np.concatenate([np.full(b1, (b1 + b2) / b1), (beta * (b1 + b2)) * p])
+        return out
+
+    def H(self, oracle: CountingOracle, w: Array, M3: IntArray, beta: float | None = None) -> Ascent:
         """``H = beta m / |M3| sum_{j in M3} e_j phi_j(w) - lambda p`` (the ``-lambda p`` part is implicit)."""
+        return self._H(oracle, w, M3, beta)[0]
+
+    def _H(self, oracle: CountingOracle, w: Array, M3: IntArray, beta: float | None = None) -> tuple[Ascent, float]:
+        """``(H, sampled max violation max(0, max_{j in M3} f_j(w)))``."""
+        b = self.beta if beta is None else beta
         f = _finite(oracle.constraints(w, M3)[0], oracle, "in the estimate of H")
         phi = np.maximum(f, 0.0) ** 2
-        return Ascent(idx=M3, gain=self.beta * oracle.m / M3.shape[0] * phi, lam=self.lam)
+        return Ascent(idx=M3, gain=b * oracle.m / M3.shape[0] * phi, lam=self.lam), max(float(f.max()), 0.0)
 
-    def p_star(self, oracle: CountingOracle, w: Array) -> Array:
+    def p_star(self, oracle: CountingOracle, w: Array, beta: float | None = None) -> Array:
         """``p*(w) = argmax_p L(w, p) = Proj_Delta(beta phi(w) / lambda)``: one pass over all constraints."""
+        return self._p_star(oracle, w, beta)[0]
+
+    def _p_star(self, oracle: CountingOracle, w: Array, beta: float | None = None) -> tuple[Array, float]:
+        """``(p*(w), max_j |f_j(w)|)``."""
+        b = self.beta if beta is None else beta
         f = _finite(oracle.constraints(w, None, purpose="init")[0], oracle, "at the starting point")
-        return project_simplex_dense(self.beta * np.maximum(f, 0.0) ** 2 / self.lam)
+        return project_simplex_dense(b * np.maximum(f, 0.0) ** 2 / self.lam), float(np.max(np.abs(f)))
+
+    def first_beta(self, oracle: CountingOracle, w: Array, c0: float, rng: np.random.Generator) -> float:
+        """``steps="auto"``: the starting penalty ``beta |f0(w)| / max_j f_j(w)^2`` (clipped to ``beta * 10^[-6, 6]``),
+        which makes the penalty's curvature scale like the objective's whatever units the objective and the
+        constraints are measured in (one objective batch of ``min(128, n)`` components at ``x0``)."""
+        batch = rng.choice(oracle.n, size=self.sizes(oracle)[0], replace=False).astype(np.intp)
+        f0 = abs(float(oracle.objective(w, batch, purpose="init").mean()))
+        if not (c0 > 0.0 and f0 > 0.0 and math.isfinite(f0) and math.isfinite(c0)):
+            return self.beta
+        return self.beta * min(max(f0 / (c0 * c0), 1e-6), 1e6)
 
     def batches(self, oracle: CountingOracle, rng: np.random.Generator) -> tuple[IntArray, IntArray]:
         """``M1`` (data) and ``M3`` (constraints), uniform without replacement."""
-        M1 = rng.choice(oracle.n, size=self.M1, replace=False)
-        M3 = rng.choice(oracle.m, size=self.M3, replace=False)
+        m1, _, m3 = self.sizes(oracle)
+        M1 = rng.choice(oracle.n, size=m1, replace=False)
+        M3 = rng.choice(oracle.m, size=m3, replace=False)
         return M1.astype(np.intp), M3.astype(np.intp)
+
+    # ------------------------------------------------------------------ steps="auto"
+    def first_length(self, w: Array, oracle: CountingOracle) -> float:
+        """The first normalised step length: a tenth of the iterate's scale (``0.1 max(1, |w|_inf)``),
+        capped by a tenth of the narrowest finite box width."""
+        alpha = 0.1 * max(1.0, float(np.max(np.abs(w))))
+        box = oracle.feasible_set
+        lo, hi = getattr(box, "lower", None), getattr(box, "upper", None)
+        if lo is not None and hi is not None:
+            shape = (oracle.dim,)
+            width = np.broadcast_to(np.asarray(hi, dtype=np.float64), shape) - np.broadcast_to(np.asarray(lo, dtype=np.float64), shape)
+            finite = width[np.isfinite(width) & (width > 0)]
+            if finite.shape[0]:
+                alpha = min(alpha, 0.1 * float(finite.min()) * math.sqrt(oracle.dim))
+        return alpha
+
+    def line_search(
+        self, oracle: CountingOracle, w: Array, direction: Array, L0: float, alpha: float,
+        M1: IntArray, M2: IntArray, beta: float, p_weights: Array | None,
+    ) -> tuple[Array, float, bool]:  # fmt: skip
+        """``w - a d / |d|`` for the largest ``a = alpha, alpha/4, ...`` (at most 6 trials) whose penalised
+        batch value is below ``L0`` (function values only); ``(w_new, next alpha, accepted)``.
+
+        A trial whose value is not finite, or where the user's function returns NaN / inf
+        (:class:`~zoframe.errors.NonFiniteValueError`), is a failed trial: the step shrinks.
+        """
+        box = oracle.feasible_set
+        direction = self._free_directions(w, direction, box)
+        norm = _norm(direction)
+        if not (norm > 0.0 and math.isfinite(norm)):
+            return w, alpha * _SHRINK, False
+        unit = direction / norm
+        a = alpha
+        for _ in range(_TRIALS):
+            trial = w - a * unit
+            if box is not None:
+                trial = box.project(trial)
+            if not float(np.max(np.abs(trial))) < 1e100:
+                a *= _SHRINK
+                continue
+            try:
+                value, _ = self.penalised(oracle, trial, M1, M2, beta, p_weights)
+            except NonFiniteValueError:
+                value = math.nan
+            if value < L0 - 1e-4 * a * norm or (value <= L0 and a * norm == 0.0):  # sufficient decrease (Armijo)
+                return trial, a * _GROW, True
+            a *= _SHRINK
+        return w, a, False
+
+    def _estimate_or_diverge(
+        self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, rng: np.random.Generator,
+        beta: float, p_weights: Array | None, t: int, alpha: float | None = None,
+    ) -> tuple[Array, float]:  # fmt: skip
+        """:meth:`_estimate` at an accepted iterate; a non-finite value there ends the run as DIVERGED."""
+        # steps="auto": the smoothing radius stays below a tenth of the step length (a radius larger than
+        # the step smooths the penalty's kink at the boundary into a direction that is no descent
+        # direction of the penalised value), and above 1e-8 |w| (about sqrt(eps): rounding error)
+        floor = 1e-8 * max(1.0, float(np.max(np.abs(w))))
+        mu = min(self.mu, max(0.1 * alpha, floor)) if alpha is not None else None
+        try:
+            G, L0 = self._estimate(oracle, w, M1, M2, rng, beta, p_weights, mu)
+        except NonFiniteValueError as exc:
+            raise DivergedError(f"{type(self).__name__} at step {t}: a non-finite value next to the iterate ({exc})") from exc
+        if not (math.isfinite(L0) and bool(np.all(np.isfinite(G)))):
+            raise DivergedError(f"{type(self).__name__} at step {t}: the penalised value or its estimate is not finite")
+        return G, L0
+
+    @staticmethod
+    def _free_directions(w: Array, direction: Array, box: Any) -> Array:
+        """``direction`` without the components that push ``w - a d`` through a bound it sits on (a projected
+        gradient): the normalised step then moves along the bounds instead of into them."""
+        lo, hi = getattr(box, "lower", None), getattr(box, "upper", None)
+        if lo is None or hi is None:
+            return direction
+        blocked = ((w <= lo) & (direction > 0.0)) | ((w >= hi) & (direction < 0.0))
+        if not bool(blocked.any()):
+            return direction
+        out = direction.copy()
+        out[blocked] = 0.0
+        return out
+
+    def reserve_reached(self, oracle: CountingOracle) -> bool:
+        """Whether the budget left is the reserve for the final restoration (``steps="auto"``, ``max_calls`` set)."""
+        if oracle.max_calls is None or oracle.remaining is None:
+            return False
+        frac = 0.05 if self.restore_reserve is None else float(self.restore_reserve)
+        if frac <= 0.0:
+            return False
+        need = max(frac * oracle.max_calls, 4.0 * (oracle.m + 2 * oracle.dim * min(oracle.m, 16 * oracle.dim)))
+        return oracle.remaining <= min(need, 0.5 * oracle.max_calls)
+
+    def after_step(
+        self, oracle: CountingOracle, st: Any, new: dict[str, Any], accepted: bool, viol: float, g_norm: float
+    ) -> dict[str, Any]:
+        """The bookkeeping of ``steps="auto"``: step length, stationarity, continuation, the final restoration.
+
+        ``new`` holds the next state's fields (``x``, ``alpha``, ``beta``, ...); returns them updated.
+        """
+        t = int(st.t) + 1
+        w = new["x"]
+        beta = float(new["beta"])
+        alpha = float(new["alpha"])
+        stalls = int(st.stalls)
+        new["viol"] = viol
+        if not math.isfinite(float(st.g0)):
+            new["g0"] = g_norm
+        scale = max(1.0, float(np.max(np.abs(w))))
+        if accepted and alpha > 1e4 * self.xtol * scale:  # a real move: the stationarity count starts again
+            stalls = 0
+        stationary = False
+        if alpha <= self.xtol * scale:  # no decrease along the estimate, down to a tiny step
+            stalls += 1
+            stationary = stalls >= _STALLS
+            if not stationary:  # restart the step length: a fresh estimate may still find a decrease
+                alpha = self.first_length(w, oracle) * 1e-3
+        win_t0, win_v0 = int(st.win_t0), float(st.win_v0)
+        if self.continuing and viol > self.tol and t - win_t0 >= self.stall_window:
+            if viol > 0.5 * win_v0 and beta < self.beta_max:  # the violation stalls: raise the penalty
+                beta = min(beta * self.beta_growth, self.beta_max)
+                alpha = max(alpha, self.first_length(w, oracle) * 1e-2)
+                stationary, stalls = False, 0
+            win_t0, win_v0 = t, viol
+        if stationary:
+            if viol <= self.restore_band or not self.continuing or beta >= self.beta_max:
+                new.update(stationary=viol <= self.restore_band, restore_final=True)
+            else:  # stationary for this beta but too infeasible: raise it and go on
+                beta = min(beta * self.beta_growth, self.beta_max)
+                alpha = self.first_length(w, oracle) * 1e-2
+                win_t0, win_v0, stalls = t, viol, 0
+        elif self.reserve_reached(oracle):
+            new.update(restore_final=True)
+        new.update(beta=beta, alpha=alpha, win_t0=win_t0, win_v0=win_v0, stalls=stalls)
+        return new
 
     # ------------------------------------------------------------------ ending feasible
     def restoring(self, state: Any) -> bool:
-        """Whether the penalty steps are over and the feasibility-restoration phase runs."""
+        """Whether the penalty steps are over and the feasibility-restoration phase runs: after
+        ``restore_after`` steps, or (``steps="auto"``) once the stationarity test passed or the budget
+        reached the reserve kept for the restoration."""
+        if bool(state.restore_final):
+            return True
         return self.restore_after is not None and int(state.t) >= self.restore_after
 
     def restore(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
@@ -242,10 +588,71 @@ class _PenaltyMinimax(SolverBase):
         st: Any = state
         start = st.restore_active if int(st.rounds) > 0 else st.feasible_active  # a snapshot's A, if any
         w, violation, checked, active = self._restore_round(oracle, st.x, start, rng)
-        out: StateT = dataclasses.replace(
+        out: Any = dataclasses.replace(
             st, x=w, violation=violation, checked=checked, rounds=int(st.rounds) + 1, restore_active=active
         )
-        return out
+        if self.auto and bool(st.restore_final) and bool(st.stationary) and violation <= self.tol:
+            out = self._certify(oracle, out)
+        res: StateT = out
+        return res
+
+    def _certify(self, oracle: CountingOracle, st: Any) -> Any:
+        """``steps="auto"``: the stationarity (KKT) test at the restored point, and what follows from it.
+
+        The gradients of the objective (all ``n`` components) and of the nearly active constraints
+        (``f_j(w) > -1e-4 max(1, |w|_inf) |grad f_j|``, at most ``16 dim``, the largest first) and bounds
+        come from central differences (``2 dim`` points each); the residual is
+        ``r = min_{l >= 0} |grad f0 + sum_j l_j grad f_j|`` (non-negative least squares). The test
+        passes when ``r <= kkt_tol * max(|grad f0|, g0)`` (``g0``: the norm of the first estimate
+        of the run). If it fails and the budget allows, the penalty phase resumes from the restored
+        point (with a ``beta_growth`` times larger ``beta`` when the penalty iterate was infeasible)
+        while the budget stays above the reserve; otherwise the run ends feasible without a certificate.
+        """
+        w = st.x
+        d = oracle.dim
+        h = self.restore_mu * max(1.0, float(np.max(np.abs(w))))
+        P = np.vstack([w + h * np.eye(d), w - h * np.eye(d)])
+        box = oracle.feasible_set
+        if box is not None:
+            P = np.asarray(box.project(P), dtype=np.float64)  # one-sided at a bound: every point inside
+        span = np.maximum(np.diagonal(P[:d]) - np.diagonal(P[d:]), 1e-300)
+        f0 = oracle.objective(P, None, purpose="certify").mean(axis=1)
+        g_f = (f0[:d] - f0[d:]) / span
+        fj = oracle.constraints(w, None, purpose="certify")[0]
+        near = np.flatnonzero(fj > -self.restore_band)
+        if near.shape[0] > 16 * d:
+            near = near[np.argpartition(-fj[near], 16 * d - 1)[: 16 * d]]
+        rows: list[Array] = []
+        if near.shape[0]:
+            C = oracle.constraints(P, near, purpose="certify")
+            Gc = ((C[:d] - C[d:]) / span[:, None]).T  # (|near|, d)
+            dist = -fj[near] / np.maximum(np.linalg.norm(Gc, axis=1), 1e-300)
+            rows.extend(Gc[dist <= 1e-4 * max(1.0, float(np.max(np.abs(w))))])
+        lo, hi = getattr(box, "lower", None), getattr(box, "upper", None)
+        if lo is not None and hi is not None:
+            lo_v = np.broadcast_to(np.asarray(lo, dtype=np.float64), w.shape)
+            hi_v = np.broadcast_to(np.asarray(hi, dtype=np.float64), w.shape)
+            eye = np.eye(d)
+            rows.extend(-eye[np.flatnonzero(w <= lo_v + 1e-12 * max(1.0, float(np.max(np.abs(w)))))])
+            rows.extend(eye[np.flatnonzero(w >= hi_v - 1e-12 * max(1.0, float(np.max(np.abs(w)))))])
+        if rows:
+            A = np.asarray(rows).T  # (d, k)
+            lam_, _ = scipy_nnls(A, -g_f)
+            r = _norm(g_f + A @ lam_)
+        else:
+            r = _norm(g_f)
+        ref = max(_norm(g_f), float(st.g0) if math.isfinite(float(st.g0)) else 0.0, 1e-300)
+        kkt = r / ref
+        if kkt <= self.kkt_tol:
+            return dataclasses.replace(st, kkt=kkt)
+        if not self.reserve_reached(oracle):  # resume the penalty phase from the restored point
+            beta = float(st.beta) * (self.beta_growth if float(st.viol) > self.tol else 1.0)
+            return dataclasses.replace(
+                st, kkt=kkt, retries=int(st.retries) + 1, rounds=0, restore_final=False, stationary=False, stalls=0,
+                beta=min(beta, self.beta_max), alpha=self.first_length(w, oracle) * 1e-2,
+                win_t0=int(st.t), win_v0=math.inf, restore_active=None,
+            )  # fmt: skip
+        return dataclasses.replace(st, kkt=kkt, stationary=False)
 
     def _restore_round(
         self, oracle: CountingOracle, w: Array, active: IntArray | None, rng: np.random.Generator
@@ -261,7 +668,7 @@ class _PenaltyMinimax(SolverBase):
         ids = np.arange(oracle.m) if idx is None else idx
         violation = max(float(f.max()), 0.0)
         checked = int(ids.shape[0])
-        if violation <= self.violation_tol:
+        if violation <= self.tol:
             return w, violation, checked, active
         if idx is not None and active is not None:  # the previous active set, outside the uniform sample
             extra = np.setdiff1d(active, idx, assume_unique=True)
@@ -274,7 +681,7 @@ class _PenaltyMinimax(SolverBase):
         keep = np.zeros(0, dtype=np.intp)  # R2: positions (in ids) of the previous active set, then the band
         if active is not None and active.shape[0]:
             keep = np.searchsorted(ids, active)[:k]
-        band = np.flatnonzero(f > -max(self.violation_tol, violation))
+        band = np.flatnonzero(f > -max(self.tol, violation))
         if keep.shape[0]:
             band = band[~np.isin(band, keep, assume_unique=True)]
         room = k - keep.shape[0]
@@ -283,11 +690,30 @@ class _PenaltyMinimax(SolverBase):
         rows = np.concatenate([keep, band])
         V = ids[rows]
         coord = CoordinateEstimator(mu=self.restore_mu)
-        grads = coord.estimate(lambda X: oracle.constraints(X, V, purpose="restore"), w, rng, per_component=True)  # R3
+        inside = oracle.feasible_set
+        grads = coord.estimate(
+            lambda X: oracle.constraints(X if inside is None else inside.project(X), V, purpose="restore"), w, rng,
+            per_component=True,
+        )  # R3 (points kept inside the bounds: a coordinate on its bound gets half the difference)
         G = np.asarray(grads.per_component).reshape(V.shape[0], oracle.dim)
-        delta, mult = least_distance(G, -f[rows])  # R4
-        new_active = None if mult is None else np.sort(V[mult])
-        return w + delta, violation, checked, new_active
+        rhs = -f[rows]
+        box = oracle.feasible_set
+        lo, hi = getattr(box, "lower", None), getattr(box, "upper", None)
+        n_rows = G.shape[0]
+        if lo is not None and hi is not None:  # the bounds near w as rows with known gradients (no evaluation)
+            eye = np.eye(oracle.dim)
+            lo_v = np.broadcast_to(np.asarray(lo, dtype=np.float64), w.shape)
+            hi_v = np.broadcast_to(np.asarray(hi, dtype=np.float64), w.shape)
+            near_lo = np.flatnonzero(np.isfinite(lo_v) & (lo_v - w > -max(self.tol, violation)))
+            near_hi = np.flatnonzero(np.isfinite(hi_v) & (w - hi_v > -max(self.tol, violation)))
+            G = np.vstack([G, -eye[near_lo], eye[near_hi]])
+            rhs = np.concatenate([rhs, (w - lo_v)[near_lo], (hi_v - w)[near_hi]])
+        delta, mult = least_distance(G, rhs)  # R4
+        new_active = None if mult is None else np.sort(V[mult[mult < n_rows]])
+        w_new = w + delta
+        if box is not None:
+            w_new = box.project(w_new)
+        return w_new, violation, checked, new_active
 
     def snapshot(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
         """A feasible copy of the current iterate (``restore_every``): the penalty iterates go on unchanged.
@@ -307,7 +733,7 @@ class _PenaltyMinimax(SolverBase):
         active: IntArray | None = st.feasible_active
         for _ in range(self.restore_rounds + 1):
             w_new, violation, checked, active = self._restore_round(oracle, w, active, rng)
-            if violation <= self.violation_tol:
+            if violation <= self.tol:
                 out: StateT = dataclasses.replace(
                     st, x_feasible=w.copy(), feasible_violation=violation, feasible_checked=checked,
                     feasible_t=int(st.t), feasible_active=active,
@@ -321,15 +747,40 @@ class _PenaltyMinimax(SolverBase):
         return self.restore_every is not None and int(state.t) % self.restore_every == 0
 
     def terminate(self, state: Any) -> str | None:
+        """Why the run ends, with an honest status (a :class:`~zoframe.solver.StopReason`).
+
+        ``CONVERGED`` only when the stationarity test of ``steps="auto"`` passed (the accepted
+        normalised step fell below ``xtol * max(1, |w|_inf)`` with a sampled violation
+        ``<= restore_band``) AND the restoration then reached ``violation_tol``. A restoration that
+        ends feasible after ``restore_after`` steps or on the budget reserve stops with ``MAX_ITER``
+        or ``BUDGET`` (feasible, no stationarity certificate); one that does not reach the tolerance
+        stops with ``FAILED``.
+        """
         if int(state.rounds) == 0:
             return None
         how = "full pass over all constraints" if state.checked == getattr(state, "m", -1) else f"sampled: {state.checked} constraints"
-        if state.violation <= self.violation_tol:
-            return f"feasible: max violation {state.violation:.3g} <= {self.violation_tol:g} ({how}) after {state.rounds} restoration round(s)"
+        if state.violation <= self.tol:
+            text = f"feasible: max violation {state.violation:.3g} <= {self.tol:g} ({how}) after {state.rounds} restoration round(s)"
+            if bool(state.stationary):
+                return StopReason(
+                    f"{text}; stationarity test passed (KKT residual {state.kkt:.2g} of the gradient <= {self.kkt_tol:g})",
+                    Status.CONVERGED,
+                )
+            if math.isfinite(float(state.kkt)):
+                return StopReason(
+                    f"{text}; stationarity test failed (KKT residual {state.kkt:.2g} of the gradient > {self.kkt_tol:g})",
+                    Status.BUDGET,
+                )
+            if bool(state.restore_final):
+                return StopReason(
+                    f"{text}, on the budget reserve kept for the restoration; no stationarity certificate", Status.BUDGET
+                )
+            return StopReason(f"{text}, after restore_after={self.restore_after} steps; no stationarity certificate", Status.MAX_ITER)
         if int(state.rounds) >= self.restore_rounds:
-            return (
-                f"feasibility restoration stopped after {state.rounds} rounds: max violation {state.violation:.3g} > "
-                f"{self.violation_tol:g} ({how})"
+            return StopReason(
+                f"feasibility restoration failed: max violation {state.violation:.3g} > {self.tol:g} ({how}) after "
+                f"{state.rounds} rounds",
+                Status.FAILED,
             )
         return None
 
@@ -352,7 +803,10 @@ class _RestorationState:
 
     ``violation``, ``checked``, ``rounds``, ``restore_active``: the restoration phase (the max
     violation, how many constraints measured it, rounds so far, the last step's active set);
-    ``x_feasible`` and the ``feasible_*`` fields: the last feasible snapshot (``restore_every``).
+    ``x_feasible`` and the ``feasible_*`` fields: the last feasible snapshot (``restore_every``);
+    ``beta`` (the current penalty, continuation), ``alpha`` (the normalised step length), ``viol``
+    (the last sampled violation), ``win_t0`` / ``win_v0`` (the stall window), ``stationary`` and
+    ``restore_final`` (the final restoration of ``steps="auto"``).
     """
 
     violation: float = math.nan
@@ -364,6 +818,25 @@ class _RestorationState:
     feasible_checked: int = 0
     feasible_t: int = 0
     feasible_active: IntArray | None = None
+    beta: float = math.nan
+    alpha: float = math.nan
+    viol: float = math.nan
+    win_t0: int = 0
+    win_v0: float = math.inf
+    stalls: int = 0
+    g0: float = math.nan
+    kkt: float = math.nan
+    retries: int = 0
+    stationary: bool = False
+    restore_final: bool = False
+
+    def auto_fields(self) -> dict[str, Any]:
+        """The fields of ``steps="auto"`` (penalty, step length, stall window, phase), to carry over."""
+        return {
+            "beta": self.beta, "alpha": self.alpha, "viol": self.viol, "win_t0": self.win_t0, "win_v0": self.win_v0,
+            "stalls": self.stalls, "g0": self.g0, "kkt": self.kkt, "retries": self.retries,
+            "stationary": self.stationary, "restore_final": self.restore_final,
+        }  # fmt: skip
 
     def snapshot_fields(self) -> dict[str, Any]:
         """The last feasible snapshot, to carry over into the next step's state."""
@@ -419,6 +892,7 @@ class DSZOG(_PenaltyMinimax):
     constraints, or over ``restore_sample`` of them, as the message says) is ``<= violation_tol``.
     """
 
+    lam: float = param(1e-8, symbol="lambda", doc="strong concavity of L in p (> 0; ICLR Alg. 1: 1e-8)")
     p_form: PForm = param("auto", doc="storage of p: 'auto', 'dense' or 'sparse'")
 
     def __post_init__(self) -> None:
@@ -431,40 +905,82 @@ class DSZOG(_PenaltyMinimax):
 
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> DSZOGState:
         w = np.array(x0, dtype=np.float64, copy=True)  # Alg. 1 l.1
-        p = self.p_star(oracle, w)  # Alg. 1 l.2
+        box = oracle.feasible_set
+        if box is not None:
+            w = np.asarray(box.project(w), dtype=np.float64)
+        p, c0 = self._p_star(oracle, w)  # Alg. 1 l.2
         if self.sparse(oracle.m):
             support, values, floor = sparsify(p)
-            return DSZOGState(x=w, p=values, p_support=support, p_floor=floor, m=oracle.m)
-        return DSZOGState(x=w, p=p, p_support=None, p_floor=0.0, m=oracle.m)
+            st = DSZOGState(x=w, p=values, p_support=support, p_floor=floor, m=oracle.m)
+        else:
+            st = DSZOGState(x=w, p=p, p_support=None, p_floor=0.0, m=oracle.m)
+        if not self.auto:
+            return st
+        return dataclasses.replace(st, beta=self.first_beta(oracle, w, c0, rng), alpha=self.first_length(w, oracle))
 
     def sample_p(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> IntArray:
         """``M2 ~ p``: ``|M2|`` i.i.d. draws by inverting the cumulative distribution."""
-        u = rng.random(self.M2)
+        u = rng.random(self.sizes(oracle)[1])
         if state.p_support is None:
             return sample_dense(state.p, u)
         return sample_sparse(state.p_support, state.p, state.p_floor, oracle.m, u)
 
-    def ascend(self, oracle: CountingOracle, state: DSZOGState, H: Ascent) -> tuple[Array, IntArray | None, float]:
+    def ascend(
+        self, oracle: CountingOracle, state: DSZOGState, H: Ascent, eta: float | None = None
+    ) -> tuple[Array, IntArray | None, float]:
         """``Proj_Delta(p + eta_p H)`` in the state's form of p."""
+        step = self.eta_p if eta is None else eta
         if state.p_support is None:
-            return ascent_dense(state.p, self.eta_p, H), None, 0.0
-        support, values, floor = ascent_sparse(state.p_support, state.p, state.p_floor, oracle.m, self.eta_p, H)
+            return ascent_dense(state.p, step, H), None, 0.0
+        support, values, floor = ascent_sparse(state.p_support, state.p, state.p_floor, oracle.m, step, H)
         return values, support, floor
 
     def step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
         if self.restoring(state):
             return self.restore(oracle, state, rng)
+        if self.auto:
+            return self._auto_step(oracle, state, rng)
         w = state.x
         M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.5, l.7
         M2 = self.sample_p(oracle, state, rng)  # Alg. 1 l.6
         G = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.8 (l.4: directions drawn here)
         H = self.H(oracle, w, M3)  # Alg. 1 l.9
         w = _diverged(w - self.eta_w * G, self, state.t + 1)  # Alg. 1 l.10
+        box = oracle.feasible_set
+        if box is not None:
+            w = np.asarray(box.project(w), dtype=np.float64)
         p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
         new = DSZOGState(
             x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1, **state.snapshot_fields(),
         )  # the last feasible snapshot (restore_every) carries over
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
+
+    def _auto_step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
+        """Alg. 1 with ``steps="auto"``: l.10 becomes a normalised step along ``-G`` with backtracking on the
+        penalised batch value, l.11 a step of length ``eta_p`` along ``H / |H|``; then :meth:`after_step`."""
+        w = state.x
+        beta = float(state.beta)
+        M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.5, l.7
+        pw = self.dense_p(state) if self.exact_p(oracle) else None
+        M2 = np.arange(oracle.m, dtype=np.intp) if pw is not None else self.sample_p(oracle, state, rng)  # l.6
+        G, L0 = self._estimate_or_diverge(oracle, w, M1, M2, rng, beta, pw, state.t + 1, float(state.alpha))  # Alg. 1 l.8
+        H, viol = self._H(oracle, w, M3, beta)  # Alg. 1 l.9
+        w_new, alpha, accepted = self.line_search(oracle, w, G, L0, float(state.alpha), M1, M2, beta, pw)  # l.10
+        w_new = _diverged(w_new, self, state.t + 1)
+        eta = self.eta_p / (_norm(H.gain) + self.lam)  # normalised ascent: |eta H| ~ eta_p
+        p, support, floor = self.ascend(oracle, state, H, eta)  # Alg. 1 l.11
+        fields = self.after_step(
+            oracle, state, {**state.auto_fields(), "x": w_new, "alpha": alpha}, accepted, viol, _norm(G)
+        )
+        new = DSZOGState(
+            x=fields.pop("x"), p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1, **state.snapshot_fields(),
+        )  # fmt: skip
+        new = dataclasses.replace(new, **fields)
+        return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
+
+    @staticmethod
+    def dense_p(state: DSZOGState) -> Array:
+        return state.p if state.p_support is None else densify(state.p_support, state.p, state.p_floor, state.m)
 
     def outputs(self, state: DSZOGState) -> dict[str, Array]:
         p = state.p if state.p_support is None else densify(state.p_support, state.p, state.p_floor, state.m)
@@ -518,9 +1034,16 @@ class ADSZOG(_PenaltyMinimax):
        14:   z_w = (1 - b) z_w + b G
        15:   z_p = (1 - b) z_p + b H
 
-    The adaptive denominator: the paper writes it as ``sqrt(||z||_2 + c)`` in eq. (13) and in the
-    box, and as ``sqrt(||z||_2) + c`` in eq. (14); we use ``sqrt(||z||_2) + c`` (eq. 14) for both
-    ``w`` and ``p``.
+    The adaptive denominator: the ICML text writes ``sqrt(||z||_2) + c`` in the prose of Section 4.2
+    ("stepsizes proportional to 1/(sqrt(||z_w||_2) + c)", with ``c`` there to keep the denominator
+    away from 0) and in l.6 of the box, but ``sqrt(||z||_2 + c)`` in eqs. (13) and (14) and in l.5 of
+    the box. We use ``sqrt(||z||_2) + c`` (the prose, box l.6) for both ``w`` and ``p``; with
+    ``c = 1e-8`` the two differ only when ``||z||`` is about ``c``.
+
+    Defaults (``steps="auto"``): l.5 becomes a normalised step ``alpha z_w / ||z_w||`` with
+    backtracking on the penalised batch value, l.6 a step of length ``eta_p`` along ``z_p / ||z_p||``,
+    with penalty continuation and a final restoration + KKT test (see :class:`_PenaltyMinimax` and
+    ``docs/constrained-user-problems.md``); ``steps="paper"`` runs the box as written.
 
     ``p_form``: ``"dense"`` keeps ``p`` and ``z_p`` as ``m``-vectors; ``"sparse"`` keeps them in
     the floor + support form (:class:`~zoframe_constrained.simplex.PZ`): the entries that no
@@ -552,27 +1075,38 @@ class ADSZOG(_PenaltyMinimax):
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADSZOGState:
         m = oracle.m
         w = np.array(x0, dtype=np.float64, copy=True)  # Alg. 1 l.1
-        p = self.p_star(oracle, w)  # Alg. 1 l.2
+        box = oracle.feasible_set
+        if box is not None:
+            w = np.asarray(box.project(w), dtype=np.float64)
+        p, c0 = self._p_star(oracle, w)  # Alg. 1 l.2
         if self.p_form == "sparse" or (self.p_form == "auto" and m >= SPARSE_AUTO_M):
             support, values, floor = sparsify(p)
             pz = PZ(values, np.zeros_like(values), support, floor, 0.0, m)
         else:
             pz = PZ(p, np.zeros(m), None, 0.0, 0.0, m)
+        if self.auto:  # l.3 happens in the first step (the estimates are taken where the step starts)
+            st = self._state(w, pz, np.zeros_like(w), 0)
+            return dataclasses.replace(st, beta=self.first_beta(oracle, w, c0, rng), alpha=self.first_length(w, oracle))
         M1, M3 = self.batches(oracle, rng)
-        z_w = self.G_L(oracle, w, M1, pz_sample(pz, rng.random(self.M2)), rng)  # Alg. 1 l.3
+        z_w = self.G_L(oracle, w, M1, pz_sample(pz, rng.random(self.sizes(oracle)[1])), rng)  # Alg. 1 l.3
         pz = pz_ema(pz, self.H(oracle, w, M3), 1.0)  # Alg. 1 l.3: z_p = H(w_1, p_1)
         return self._state(w, pz, z_w, 0)
 
     def step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
         if self.restoring(state):
             return self.restore(oracle, state, rng)
+        if self.auto:
+            return self._auto_step(oracle, state, rng)
         a, b, c = self.a, self.b, self.c
         pz = state.pz()
         w = _diverged(state.x - (self.eta_w / (math.sqrt(_norm(state.z_w)) + c)) * state.z_w, self, state.t + 1)  # l.5
+        box = oracle.feasible_set
+        if box is not None:
+            w = np.asarray(box.project(w), dtype=np.float64)
         p_hat = pz_project(pz, self.eta_p / (math.sqrt(pz.norm_z()) + c))  # Alg. 1 l.6
         pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
         M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.9, l.11
-        M2 = pz_sample(pz, rng.random(self.M2))  # Alg. 1 l.10
+        M2 = pz_sample(pz, rng.random(self.sizes(oracle)[1]))  # Alg. 1 l.10
         G = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.12 (l.8: directions drawn here)
         H = self.H(oracle, w, M3)  # Alg. 1 l.13
         z_w = (1.0 - b) * state.z_w + b * G  # Alg. 1 l.14
@@ -583,10 +1117,39 @@ class ADSZOG(_PenaltyMinimax):
         new = self._state(w, pz, z_w, t, state)
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
+    def _auto_step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
+        """Alg. 1 with ``steps="auto"``, one step from ``w_t`` (the estimates of l.12-15 at ``w_t``, then the
+        moves of l.5-7): l.5 is a normalised step along ``-z_w`` with backtracking on the penalised batch
+        value at ``w_t``, l.6 a step of length ``eta_p`` along ``z_p / |z_p|``; then :meth:`after_step`."""
+        a, b = self.a, self.b
+        w = state.x
+        beta = float(state.beta)
+        first = state.t == 0
+        pz = state.pz()
+        M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.9, l.11
+        pw = pz.dense_p() if self.exact_p(oracle) else None
+        M2 = np.arange(oracle.m, dtype=np.intp) if pw is not None else pz_sample(pz, rng.random(self.sizes(oracle)[1]))
+        G, L0 = self._estimate_or_diverge(oracle, w, M1, M2, rng, beta, pw, state.t + 1, float(state.alpha))  # Alg. 1 l.12
+        H, viol = self._H(oracle, w, M3, beta)  # Alg. 1 l.13
+        z_w = G if first else (1.0 - b) * state.z_w + b * G  # Alg. 1 l.3 / l.14
+        pz = pz_ema(pz, H, 1.0 if first else b)  # Alg. 1 l.3 / l.15
+        w_new, alpha, accepted = self.line_search(oracle, w, z_w, L0, float(state.alpha), M1, M2, beta, pw)  # l.5
+        w_new = _diverged(w_new, self, state.t + 1)
+        p_hat = pz_project(pz, self.eta_p / (pz.norm_z() + self.lam))  # Alg. 1 l.6, normalised
+        pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
+        t = state.t + 1
+        if t % _FLUSH_EVERY == 0:
+            pz = pz_flush(pz, self.flush_threshold())
+        fields = self.after_step(
+            oracle, state, {**state.auto_fields(), "x": w_new, "alpha": alpha}, accepted, viol, _norm(G)
+        )
+        new = dataclasses.replace(self._state(fields.pop("x"), pz, z_w, t, state), **fields)
+        return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
+
     def _state(self, w: Array, pz: PZ, z_w: Array, t: int, prev: ADSZOGState | None = None) -> ADSZOGState:
         if pz.support is not None and pz.support.shape[0] > pz.m // 4:  # no longer sparse: go dense
             pz = PZ(pz.dense_p(), densify(pz.support, pz.z, pz.z_floor, pz.m), None, 0.0, 0.0, pz.m)
-        keep = prev.snapshot_fields() if prev is not None else {}  # the last feasible snapshot carries over
+        keep = {**prev.snapshot_fields(), **prev.auto_fields()} if prev is not None else {}  # carried over
         return ADSZOGState(
             x=w, p=pz.p, z_w=z_w, z_p=pz.z, t=t, p_support=pz.support, p_floor=pz.p_floor, z_floor=pz.z_floor, m=pz.m,
             **keep,

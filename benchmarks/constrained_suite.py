@@ -1,0 +1,206 @@
+"""``adszog`` / ``dszog`` with their defaults against scipy's COBYLA and COBYQA on ``constrained-small``.
+
+Every solver gets the same budget of ``B = budget_per_dim * d`` *full evaluations* per problem, a
+full evaluation being the objective and all ``m`` constraints at one point: zoframe runs get
+``max_calls = B (1 + m)`` (its oracle counts one objective value or one constraint value at one
+point as one call), scipy's methods ``B`` calls of their objective (each with all constraints).
+Bounds go to zoframe as ``Constrained(..., bounds=...)`` (kept by projection) and to scipy as
+``bounds=``. The zoframe solvers run with their defaults: no parameter is set per problem.
+
+A run *solves* its problem when the returned point has relative error
+``|f(x) - f*| / max(|f*|, 1) <= 1e-2`` and max violation (constraints and bounds)
+``<= 1e-4``. Per solver the script reports the success rate (the median over seeds of the
+fraction of problems solved; scipy's methods are deterministic, so their seeds agree), and the
+medians over problems of the per-problem medians over seeds of the relative error, the violation
+and the evaluations used (in full evaluations). For zoframe runs also: how many runs ended with
+status ``DIVERGED`` (flagged), how many ended non-finite or beyond ``1e6`` relative error without
+that flag (``unflagged_divergence``, the figure that must be 0), and how many claimed
+``success=True`` without solving the problem (``false_success``).
+
+Prints one final JSON line. ``--verbose`` adds one line per problem on stderr.
+
+    python benchmarks/constrained_suite.py [--budget-per-dim 2000] [--seeds 3] [--jobs 2]
+        [--solvers adszog,dszog,cobyla,cobyqa] [--only hs010,hs011]
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+import json
+import math
+import sys
+from typing import Any
+import warnings
+
+import numpy as np
+import scipy
+from scipy import optimize
+
+import zoframe
+from zoframe.driver import RunFailedError
+from zoframe_constrained.suite import TestProblem, build, instances
+
+ZOFRAME = ("adszog", "dszog")
+SCIPY = ("cobyla", "cobyqa")
+REL_TOL = 1e-2
+VIOL_TOL = 1e-4
+
+
+def _bounds(tp: TestProblem) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.full(tp.dim, -np.inf) if tp.lower is None else np.asarray(tp.lower, dtype=float)
+    hi = np.full(tp.dim, np.inf) if tp.upper is None else np.asarray(tp.upper, dtype=float)
+    return lo, hi
+
+
+def score(tp: TestProblem, x: np.ndarray) -> tuple[float, float]:
+    """``(relative error, max violation)`` of ``x``: constraints and bounds, inf if not finite."""
+    if not np.all(np.isfinite(x)):
+        return math.inf, math.inf
+    with np.errstate(all="ignore"):
+        f = float(tp.f(x[None, :])[0])
+        g = tp.g(x[None, :])[0]
+    lo, hi = _bounds(tp)
+    viol = max(float(np.max(g)), float(np.max(lo - x)), float(np.max(x - hi)), 0.0)
+    rel = abs(f - tp.f_star) / max(abs(tp.f_star), 1.0)
+    return (rel if math.isfinite(rel) else math.inf), (viol if math.isfinite(viol) else math.inf)
+
+
+def run_zoframe(tp: TestProblem, solver: str, seed: int, budget: int) -> dict[str, Any]:
+    m = tp.m
+    status, success, error = "", False, None
+    try:
+        res = zoframe.minimize(tp.problem(), solver, rng=seed, max_calls=budget * (1 + m), record_every=0)
+    except RunFailedError as exc:
+        res, error = exc.result, str(exc)
+    x = np.asarray(res.x, dtype=float)
+    status, success = res.status.name, bool(res.success)
+    rel, viol = score(tp, x)
+    return {
+        "rel": rel, "viol": viol, "evals": res.nfev / (1 + m), "status": status, "success_claim": success,
+        "error": error, "message": res.message,
+    }  # fmt: skip
+
+
+def run_scipy(tp: TestProblem, method: str, budget: int) -> dict[str, Any]:
+    lo, hi = _bounds(tp)
+    count = [0]
+    f, g = tp.f, tp.g
+
+    def fun(x: np.ndarray) -> float:
+        count[0] += 1
+        with np.errstate(all="ignore"):
+            v = float(f(np.asarray(x, dtype=float)[None, :])[0])
+        return v if math.isfinite(v) else 1e300
+
+    def cons(x: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            out = -g(np.asarray(x, dtype=float)[None, :])[0]
+        return np.where(np.isfinite(out), out, -1e300)
+
+    bounds = optimize.Bounds(lo, hi) if (np.isfinite(lo).any() or np.isfinite(hi).any()) else None
+    opts: dict[str, Any] = {"maxiter": budget} if method == "cobyla" else {"maxfev": budget}
+    error = None
+    x = np.asarray(tp.x0, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            r = optimize.minimize(
+                fun, x, method=method.upper(), bounds=bounds, constraints=[{"type": "ineq", "fun": cons}], options=opts
+            )
+            x = np.asarray(r.x, dtype=float)
+        except Exception as exc:  # a failing baseline is a failed run, not a failed benchmark
+            error = f"{type(exc).__name__}: {exc}"
+    rel, viol = score(tp, x)
+    return {"rel": rel, "viol": viol, "evals": float(count[0]), "status": "", "success_claim": False, "error": error}
+
+
+def job(args: tuple[str, str, int, int, int]) -> dict[str, Any]:
+    name, solver, seed, budget_per_dim, suite_seed = args
+    tp = build(name, seed=suite_seed)
+    budget = budget_per_dim * tp.dim
+    row = run_zoframe(tp, solver, seed, budget) if solver in ZOFRAME else run_scipy(tp, solver, budget)
+    row.update(problem=name, solver=solver, seed=seed)
+    row["solved"] = bool(row["rel"] <= REL_TOL and row["viol"] <= VIOL_TOL)
+    return row
+
+
+def summarise(rows: list[dict[str, Any]], solver: str, seeds: int) -> dict[str, Any]:
+    mine = [r for r in rows if r["solver"] == solver]
+    probs = sorted({r["problem"] for r in mine})
+    rates = []
+    for s in range(seeds):
+        by = [r for r in mine if r["seed"] == s]
+        rates.append(sum(r["solved"] for r in by) / max(len(by), 1))
+
+    def med(key: str) -> float:
+        per = [float(np.median([r[key] for r in mine if r["problem"] == p])) for p in probs]
+        return float(np.median(per)) if per else math.nan
+
+    solved_median = sum(
+        float(np.median([float(r["solved"]) for r in mine if r["problem"] == p])) >= 0.5 for p in probs
+    )  # fmt: skip
+    out: dict[str, Any] = {
+        "success_rate": float(np.median(rates)),
+        "solved_problems_median_over_seeds": int(solved_median),
+        "median_rel_error": med("rel"),
+        "median_violation": med("viol"),
+        "median_evaluations": med("evals"),
+    }
+    if solver in ZOFRAME:
+        bad = [r for r in mine if not (r["rel"] <= 1e6 and math.isfinite(r["viol"]))]
+        out["diverged_flagged"] = sum(r["status"] == "DIVERGED" for r in mine)
+        out["unflagged_divergence"] = sum(r["status"] != "DIVERGED" for r in bad)
+        out["false_success"] = sum(r["success_claim"] and not r["solved"] for r in mine)
+        out["success_claimed"] = sum(bool(r["success_claim"]) for r in mine)
+        out["errors"] = sum(r["error"] is not None for r in mine)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budget-per-dim", type=int, default=2000)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--solvers", default=",".join(ZOFRAME + SCIPY))
+    ap.add_argument("--only", default="", help="comma-separated problem names (default: the whole suite)")
+    ap.add_argument("--suite-seed", type=int, default=0, help="seed of the random convex instances")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    names = [i.name for i in instances(seed=args.suite_seed)]
+    if args.only:
+        keep = set(args.only.split(","))
+        names = [n for n in names if n in keep]
+    solvers = [s for s in args.solvers.split(",") if s]
+    tasks = []
+    for s in solvers:
+        seeds = range(args.seeds) if s in ZOFRAME else range(1)  # scipy's methods are deterministic
+        tasks += [(n, s, k, args.budget_per_dim, args.suite_seed) for n in names for k in seeds]
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as ex:
+            rows = list(ex.map(job, tasks, chunksize=4))
+    else:
+        rows = [job(t) for t in tasks]
+    for r in list(rows):  # deterministic methods: the one run stands for every seed
+        if r["solver"] in SCIPY:
+            rows += [{**r, "seed": k} for k in range(1, args.seeds)]
+    if args.verbose:
+        for r in sorted(rows, key=lambda r: (r["problem"], r["solver"], r["seed"])):
+            print(
+                f"{r['problem']:8s} {r['solver']:7s} seed={r['seed']} solved={int(r['solved'])} rel={r['rel']:.2e} "
+                f"viol={r['viol']:.2e} evals={r['evals']:.0f} {r['status']} claim={int(r['success_claim'])} "
+                f"{(r.get('message') or r.get('error') or '')[:110]}",
+                file=sys.stderr,
+            )
+    out: dict[str, Any] = {
+        "suite": "constrained-small", "problems": len(names), "budget_per_dim": args.budget_per_dim,
+        "seeds": args.seeds, "numpy": np.__version__, "scipy": scipy.__version__,
+    }  # fmt: skip
+    for s in solvers:
+        out[s] = summarise(rows, s, args.seeds)
+    print(json.dumps(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
