@@ -243,6 +243,15 @@ class ZOSVRGADMM(_ADMMBase):
         l.10  lam = lam - rho (A x + sum_j B_j y_j - c)
         l.12  after m inner steps the next epoch starts from the last iterate
 
+    The smoothing radius of the snapshot: ``grad^ f(x~)`` (l.4) is estimated once per epoch with the
+    radius ``mu_{t_s}`` of the epoch's first step and kept for the whole epoch, while both mini-batch
+    terms of l.7, the control variate ``grad^ f_I(x~)`` included, use the current ``mu_t``. With the
+    default decaying ``mu_t = 1 / (d sqrt(t))`` the correction ``grad^ f_I(x~) - grad^ f(x~)`` therefore
+    compares estimates at two radii; its expectation over ``I`` is ``grad f_{mu_t}(x~) - grad f_{mu_{t_s}}(x~)``
+    rather than 0 (exactly 0 for quadratics, where CooSGE is exact, and with a fixed ``mu``). The box
+    writes one ``mu`` for both; we keep the snapshot's estimate rather than re-estimating it (``2 d n``
+    calls) every step.
+
     At ``t = 0`` the two mini-batch terms of l.7 are evaluated at the same point and cancel exactly,
     so that estimate is skipped (same iterates, ``4db`` fewer calls). ``m`` defaults to
     ``ceil(n / b)`` (one pass over the data per epoch); Theorem 1 uses ``m = n^(1/3)``. The output is
