@@ -87,7 +87,7 @@ def evaluate_points(oracle: CountingOracle, X: Array) -> tuple[Array, Array, Arr
     rem = oracle.remaining
     if rem is not None and k * cost > rem:
         raise BudgetExhausted(k * cost, oracle.calls, int(oracle.max_calls or 0))
-    F = oracle.objective(X, purpose=_PURPOSE).mean(axis=1)
+    F = oracle.objective(X, purpose=_PURPOSE).mean(axis=1) if oracle.n > 1 else oracle.objective(X, purpose=_PURPOSE)[:, 0]
     if oracle.kind != "constrained":
         return F, np.zeros(k), None
     G = oracle.constraints(X, purpose=_PURPOSE)
@@ -115,6 +115,12 @@ class _Best:
 
     def observe(self, X: Array, F: Array, V: Array) -> None:
         self.points += X.shape[0]
+        if X.shape[0] == 1:  # the scipy peers' path: one point at a time, no array temporaries
+            f, v = float(F[0]), float(V[0])
+            one = (0.0 if v <= self.tol else v, math.inf if math.isnan(f) else f)
+            if one < self._key:
+                self._key, self.x, self.fun, self.violation = one, np.array(X[0], dtype=np.float64), f, v
+            return
         viol = np.where(V <= self.tol, 0.0, V)
         fun = np.where(np.isnan(F), np.inf, F)
         r = int(np.lexsort((fun, viol))[0])  # lowest violation class, then lowest f
@@ -207,9 +213,10 @@ class _Session:
         slightly outside): the value is that of the clipped point, and the best point is inside.
         """
         k = X.shape[0]
-        box = _box(oracle)
-        if box is not None:
-            X = np.clip(X, box[0], box[1])
+        if oracle.feasible_set is not None:
+            box = _box(oracle)
+            if box is not None:
+                X = np.clip(X, box[0], box[1])
         if self.replaying:
             rows = self._replay[self._pos:self._pos + k]
             self._pos += rows.shape[0]
@@ -220,7 +227,7 @@ class _Session:
                 return F, V, G
         F, V, G = evaluate_points(oracle, X)
         self.best.observe(X, F, V)
-        self._append(np.column_stack([F, G]) if G is not None else F[:, None])
+        self._append(F[:, None] if G is None else np.column_stack([F, G]))
         return F, V, G
 
     def finish(self, message: str, status: Status) -> None:

@@ -1,0 +1,133 @@
+"""Cost of running a peer through zoframe against calling the same peer directly.
+
+Target: a peer run through ``zoframe.minimize`` costs at most 1.1x the same peer called directly on
+the same problem with the same budget. Both sides make the same evaluations (same start, same
+options, the budget in peer points: ``max_calls = points * (n + m)`` through zoframe, the peer's own
+evaluation limit directly), so the ratio measures zoframe's bridge alone: the counting oracle, the
+driver loop, the thread handoff of the scipy peers every ``d + 1`` points, the best-point tracking.
+
+Cases (problem, peer, points):
+
+* ``random-qp`` (d = 10, m = 20 linear constraints, n = 1) with scipy's ``cobyla``;
+* the same QP with pycma's ``cma-es`` (augmented Lagrangian);
+* ``least-squares`` (d = 10, n = 200 components, no constraints) with scipy's ``nelder-mead``: a
+  function of about 15 microseconds per point, where zoframe's fixed cost per point shows;
+* the same with n = 5000 components (a costlier function).
+
+``overhead_us_per_point`` is the difference of the medians per peer point.
+
+Each case runs direct and through zoframe alternately, ``--repeats`` times, side by side in one
+process; the JSON line gives each case's median times and the median of the per-repeat ratios.
+
+    python benchmarks/peer_overhead.py [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from typing import Any
+import warnings
+
+import numpy as np
+import scipy
+from scipy import optimize
+
+import zoframe
+from zoframe_basic.problems import LeastSquares
+from zoframe_bench.suites import RandomQP
+
+
+def _direct_scipy(problem: Any, method: str, points: int, options: dict[str, Any]) -> float:
+    all_n = np.arange(problem.n)
+    constrained = getattr(problem, "kind", "") == "constrained"
+    all_m = np.arange(problem.m) if constrained else None
+
+    def fun(x: np.ndarray) -> float:
+        return float(problem.components(x[None, :], all_n).mean())
+
+    kwargs: dict[str, Any] = {"method": method, "options": dict(options)}
+    if constrained:
+        kwargs["constraints"] = [{"type": "ineq", "fun": lambda x: -problem.constraints(x[None, :], all_m)[0]}]
+    if method == "COBYLA":
+        kwargs["options"]["maxiter"] = points
+    else:
+        kwargs["options"]["maxfev"] = points
+    t0 = time.perf_counter()
+    optimize.minimize(fun, np.array(problem.x0, dtype=float), **kwargs)
+    return time.perf_counter() - t0
+
+
+def _direct_cma(problem: Any, points: int, seed: int) -> float:
+    import cma
+
+    all_n, all_m = np.arange(problem.n), np.arange(problem.m)
+    gen = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    es = cma.CMAEvolutionStrategy(list(problem.x0), 0.5, {"randn": lambda *s: gen.standard_normal(s), "seed": 1,
+                                                          "verbose": -9, "tolfun": 1e-11, "tolx": 1e-11})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        al = cma.ConstrainedFitnessAL(lambda x: float(problem.components(x[None, :], all_n).mean()),
+                                      lambda x: list(problem.constraints(x[None, :], all_m)[0]))
+        used = 0
+        while not es.stop():
+            X = es.ask()
+            if used + len(X) > points:
+                break
+            es.tell(X, [al(x) for x in X])
+            al.update(es)
+            used += len(X)
+    return time.perf_counter() - t0
+
+
+def _through_zoframe(problem: Any, solver: str, points: int, **params: Any) -> tuple[float, int]:
+    cost = problem.n + (problem.m if getattr(problem, "kind", "") == "constrained" else 0)
+    t0 = time.perf_counter()
+    res = zoframe.minimize(problem, solver, rng=0, max_calls=points * cost, record_every=0, **params)
+    return time.perf_counter() - t0, res.nfev // cost
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--repeats", type=int, default=7)
+    args = ap.parse_args()
+    qp = RandomQP(dim=10, m=20, seed=0)
+    ls = LeastSquares(dim=10, n=200, seed=0)
+    big = LeastSquares(dim=10, n=5000, seed=0)
+    cases: dict[str, tuple[Any, Any]] = {
+        "cobyla/random-qp": (lambda: _direct_scipy(qp, "COBYLA", 400, {"rhobeg": 1.0, "tol": 1e-8}),
+                             lambda: _through_zoframe(qp, "cobyla", 400)),
+        "cma-es/random-qp": (lambda: _direct_cma(qp, 1000, 0), lambda: _through_zoframe(qp, "cma-es", 1000)),
+        "nelder-mead/least-squares": (
+            lambda: _direct_scipy(ls, "Nelder-Mead", 2000, {"xatol": 1e-8, "fatol": 1e-12}),
+            lambda: _through_zoframe(ls, "nelder-mead", 2000)),
+        "nelder-mead/least-squares-n5000": (
+            lambda: _direct_scipy(big, "Nelder-Mead", 1000, {"xatol": 1e-8, "fatol": 1e-12}),
+            lambda: _through_zoframe(big, "nelder-mead", 1000)),
+    }
+    out: dict[str, Any] = {}
+    for name, (direct, framed) in cases.items():
+        direct()  # warm-up (imports, caches)
+        framed()
+        d_times, z_times, ratios, points = [], [], [], 0
+        for _ in range(args.repeats):
+            d = direct()
+            z, points = framed()
+            d_times.append(d)
+            z_times.append(z)
+            ratios.append(z / d)
+        out[name] = {"direct_s": round(statistics.median(d_times), 4), "zoframe_s": round(statistics.median(z_times), 4),
+                     "ratio_median": round(statistics.median(ratios), 3), "points_through_zoframe": points,
+                     "overhead_us_per_point": round(1e6 * (statistics.median(z_times) - statistics.median(d_times))
+                                                    / max(points, 1), 1)}
+    worst = max(v["ratio_median"] for v in out.values())
+    print(json.dumps({"benchmark": "peer_overhead", "repeats": args.repeats, "cases": out, "worst_ratio": worst,
+                      "target_ratio": 1.1, "meets_target": worst <= 1.1, "numpy": np.__version__,
+                      "scipy": scipy.__version__}))
+
+
+if __name__ == "__main__":
+    main()
