@@ -85,6 +85,11 @@ def test_sensitivity_plan_and_paper_numbers() -> None:
     assert {j.problem.kwargs["kernel"] for j in jobs} == {"rbf"}
     j = next(j for j in jobs if j.method == "Table 11: beta=10" and j.dataset == "D3")
     assert j.params["beta"] == 10.0 and j.params["eta_p"] == 0.1 and j.params["a"] == 0.9
+    assert all(j.params["steps"] == "paper" for j in jobs)  # the papers' fixed steps, whatever the defaults
+    ns = reproduce._normalise(parser.parse_args(["--table", "fairness", "--seeds", "1"]))
+    penalty = [j for j in reproduce.plan(ns, {}) if j.solver in ("dszog", "adszog")]
+    assert penalty and all(j.params["steps"] == "paper" for j in penalty)
+    assert reproduce._fixed("fairness", "adszog", 500)["steps"] == "paper" and "steps" not in reproduce._fixed("fairness", "zopsgd", 500)
     assert reproduce._paper_value("sensitivity", "D3", "Table 11: beta=10") == (87.85, None)
     assert reproduce._paper_value("sensitivity", "D4", "Table 12: a=0.5, b=0.9") == (59.48, None)
     # the printed tables: every method of Tables 2 and 3 on every data set
