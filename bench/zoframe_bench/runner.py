@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 import concurrent.futures as cf
 import dataclasses
+import functools
 import math
 import multiprocessing
 import os
@@ -32,7 +33,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array
-from zoframe.registry import default_registry
+from zoframe.registry import Registry, default_registry
 from zoframe.specs import SuiteInstance
 from zoframe_bench.store import BenchStore, RunRow, Task
 
@@ -41,13 +42,13 @@ __all__ = ["BenchOutcome", "execute", "make_tasks", "run"]
 _SUMMARY_DROP = ("elapsed", "x")  # wall clock and the point (stored as its own column)
 
 
-def _instances(suite: str, suite_args: Mapping[str, Any]) -> Sequence[SuiteInstance]:
-    spec = default_registry().suite(suite)
+def _instances(suite: str, suite_args: Mapping[str, Any], registry: Registry | None = None) -> Sequence[SuiteInstance]:
+    spec = (registry or default_registry()).suite(suite)
     return spec.instances(**dict(suite_args))
 
 
-def _instance(task: Task) -> SuiteInstance:
-    for inst in _instances(task.suite, task.suite_args):
+def _instance(task: Task, registry: Registry | None = None) -> SuiteInstance:
+    for inst in _instances(task.suite, task.suite_args, registry):
         if inst.name == task.instance:
             return inst
     raise InvalidInputError(f"suite {task.suite!r} with {dict(task.suite_args)} has no instance {task.instance!r}")
@@ -65,6 +66,7 @@ def make_tasks(
     history_every: int = 0,
     feasibility_tol: float = 1e-3,
     verify: bool = True,
+    registry: Registry | None = None,
 ) -> list[Task]:
     """The grid: every instance of ``suite`` x every solver x every seed.
 
@@ -73,7 +75,7 @@ def make_tasks(
     components and ``m`` constraints). ``seeds``: a count (seeds ``0..N-1``) or the seeds themselves.
     ``params``: hyper-parameters per solver name. ``history_every=0``: about 500 history rows per run.
     """
-    reg = default_registry()
+    reg = registry or default_registry()
     if not solvers:
         raise InvalidInputError("give at least one solver (e.g. solvers=['zo-sgd', 'cobyla'])")
     for name in solvers:
@@ -98,7 +100,7 @@ def make_tasks(
     if unknown:
         raise InvalidInputError(f"params given for solvers not in the bench: {sorted(unknown)}")
     tasks = []
-    for inst in _instances(suite, args):
+    for inst in _instances(suite, args, reg):
         cost = _unit(inst)
         raw = int(budget) * (cost if budget_unit == "full" else 1)
         every = history_every or max(1, raw // 500)
@@ -145,7 +147,7 @@ def _measure(problem: Any, aux: CountingOracle, outputs: Mapping[str, Array]) ->
     return fun, viol
 
 
-def execute(task: Task) -> RunRow:
+def execute(task: Task, registry: Registry | None = None) -> RunRow:
     """Run one task from scratch (in any process) and return its row.
 
     Warnings raised during the run are recorded in the row (``result["warnings"]``) instead of
@@ -153,25 +155,25 @@ def execute(task: Task) -> RunRow:
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        row = _execute(task)
+        row = _execute(task, registry or default_registry())
     if caught and row.ran:
         texts = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
         row = dataclasses.replace(row, result={**row.result, "warnings": texts})
     return row
 
 
-def _execute(task: Task) -> RunRow:
+def _execute(task: Task, reg: Registry) -> RunRow:
     from zoframe.driver import RunFailedError, minimize
 
     t0 = time.perf_counter()
-    inst = _instance(task)
+    inst = _instance(task, reg)
     problem = inst.build()
     kind = str(problem.kind)
     n = int(getattr(problem, "n", 1))
     m = int(getattr(problem, "m", 0)) if kind == "constrained" else 0
     base: dict[str, Any] = {"task": task, "kind": kind, "dim": int(problem.dim), "n": n, "m": m}
     empty = {"calls": np.zeros(0), "fun": np.zeros(0), "violation": np.zeros(0)}
-    spec = default_registry().solver(task.solver)
+    spec = reg.solver(task.solver)
     if kind not in spec.problem_kinds:
         return RunRow(**base, status="SKIPPED", reason=f"{task.solver} does not solve {kind} problems",
                       nfev=0, nfev_by_kind={}, result={}, verification=None, history=empty,
@@ -199,7 +201,7 @@ def _execute(task: Task) -> RunRow:
 
     status, reason = "", ""
     try:
-        res = minimize(problem, solver, rng=task.seed, max_calls=task.budget, record_every=0, callback=callback,
+        res = minimize(problem, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0, callback=callback,
                        feasibility_tol=task.feasibility_tol, progress=False)
     except RunFailedError as exc:
         res, status, reason = exc.result, "FAILED", str(exc)
@@ -303,6 +305,7 @@ def run(
     verify: bool = True,
     plots: bool = True,
     on_row: Callable[[RunRow], None] | None = None,
+    registry: Registry | None = None,
 ) -> BenchOutcome:
     """Run ``solvers`` on every instance of ``suite`` for ``seeds`` seeds and write the profiles.
 
@@ -324,16 +327,25 @@ def run(
         write PNG plots (needs matplotlib, extra ``plot``); the JSON/Markdown are always written.
     on_row:
         called with each newly stored row (e.g. to stop a bench on purpose).
+    registry:
+        a registry of your own (e.g. with a solver you have not packaged yet); serial runs only,
+        since worker processes look names up in the installed plugins.
     """
     from zoframe._paths import output_path
     from zoframe_bench.profiles import write_reports
 
     if workers is not None and dask is not None:
         raise InvalidInputError("give either workers (a process pool) or dask (a cluster), not both")
+    if registry is not None and (dask is not None or (workers is not None and workers > 1)):
+        raise InvalidInputError(
+            "a registry of your own works for serial benches only: worker processes find solvers and suites "
+            "through the installed plugins (install your plugin, with its entry point, to run it in parallel)"
+        )
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise InvalidInputError(f"workers must be a positive integer, got {workers!r}")
     tasks = make_tasks(suite, solvers, seeds=seeds, budget=budget, budget_unit=budget_unit, suite_args=suite_args,
-                       params=params, history_every=history_every, feasibility_tol=feasibility_tol, verify=verify)
+                       params=params, history_every=history_every, feasibility_tol=feasibility_tol, verify=verify,
+                       registry=registry)
     outdir = Path(out) if out is not None else output_path(f"bench-{suite}/x").parent
     outdir.mkdir(parents=True, exist_ok=True)
     store_path = Path(store) if store is not None else outdir / "bench.sqlite"
@@ -348,7 +360,8 @@ def run(
                        dynamic_ncols=True)
         ran = 0
         try:
-            for row in _pool_map(execute, todo, workers, dask):
+            fn = execute if registry is None else functools.partial(execute, registry=registry)
+            for row in _pool_map(fn, todo, workers, dask):
                 db.add(row)
                 ran += 1
                 if bar is not None:
@@ -360,7 +373,7 @@ def run(
             if bar is not None:
                 bar.close()
         rows = [db.get(t.key) for t in tasks]
-    f_star = {inst.name: inst.f_star for inst in _instances(suite, dict(suite_args or {}))}
+    f_star = {inst.name: inst.f_star for inst in _instances(suite, dict(suite_args or {}), registry)}
     summary, files = write_reports(rows, outdir, f_star=f_star, taus=tuple(taus), feasibility_tol=feasibility_tol,
                                    plots=plots)
     return BenchOutcome(str(store_path), tuple(tasks), ran, len(tasks) - ran, summary, tuple(files))
