@@ -249,9 +249,31 @@ class _Asked:
         return self._channel.request("minimax", (X, Y), idx)
 
 
-class _AskedWithMeasures(_Asked):
-    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
-        return dict(self._source.measures(outputs, monitor))
+def _measures(self: _Asked, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+    return dict(self._source.measures(outputs, monitor))
+
+
+def _linear_constraints(self: _Asked) -> Any:
+    return self._source.linear_constraints()
+
+
+def _cvxpy_constraints(self: _Asked, x: Any) -> Any:
+    return self._source.cvxpy_constraints(x)
+
+
+def _stand_in(problem: Any, channel: _Channel) -> _Asked:
+    """A stand-in with the problem's structure and, where it has them, its measures and its white-box
+    constraint structure (``linear_constraints``, ``cvxpy_constraints``: structure, not evaluations).
+    Its functions are requests; white-box gradients are not offered (they would be evaluations)."""
+    extras: dict[str, Any] = {}
+    if isinstance(problem, HasMeasures):
+        extras["measures"] = _measures
+    for name, fn in (("linear_constraints", _linear_constraints), ("cvxpy_constraints", _cvxpy_constraints)):
+        if callable(getattr(problem, name, None)):
+            extras[name] = fn
+    cls = type("AskedProblem", (_Asked,), extras) if extras else _Asked
+    out: _Asked = cls(problem, channel)
+    return out
 
 
 class Run:
@@ -288,8 +310,7 @@ class Run:
             raise InvalidInputError("max_time is not available with ask/tell (the run mostly waits for tell()); "
                                     "use max_iter or max_calls")
         self._channel = _Channel(nonfinite)
-        cls = _AskedWithMeasures if isinstance(problem, HasMeasures) else _Asked
-        self._problem = cls(problem, self._channel)
+        self._problem = _stand_in(problem, self._channel)
         stored: dict[str, Any] | None = None
         replay: list[tuple[str, Array]] = []
         if resume is not None:

@@ -135,8 +135,9 @@ class RunLoop:
         try:
             if self.state is None:
                 self.init()
+            budget_reached, step = self.budget_reached, self.step
             while self.stop is None:
-                self.stop = self.budget_reached() or self.step()
+                self.stop = budget_reached() or step()
         except (Exception, KeyboardInterrupt) as exc:  # each kind of stop is sorted out in one place
             self.stop = self.stopped_by(exc)
         self.finish()

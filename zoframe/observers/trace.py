@@ -176,5 +176,4 @@ class TraceRecorder:
     def restore(self, meta: Mapping[str, Any], arrays: Mapping[str, Array]) -> None:
         self.columns = {key: [float(v) for v in arrays[f"trace.{key}"]] for key in meta["trace_columns"]}
         if self.budget is not None:
-            self.budget.reserve = int(meta.get("monitor_reserve", 0))
-            self.budget.close(0, first=False)
+            self.budget.reserve = int(meta.get("monitor_reserve", 0))  # the limit is set once the counters are back
