@@ -229,3 +229,24 @@ def test_resume_refuses_other_settings(tmp_path: Path) -> None:
     drive(resumed, prob)
     ref = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=4, batch=5, q=2)
     assert np.array_equal(resumed.result().x, ref.x)
+
+
+def test_a_constrained_shape_asks_for_constraints_and_minimax_shapes_for_pairs() -> None:
+    shape = ProblemShape(kind="constrained", dim=3, n=2, m=4, x0=np.zeros(3))
+    kinds: set[str] = set()
+    with Run(shape, "dszog", rng=0, max_iter=3, q=2, M1=2, M2=2, M3=2) as run:
+        while (req := run.ask()) is not None:
+            kinds.add(req.kind)
+            if req.kind == "constraint":
+                vals = req.points.sum(axis=1, keepdims=True) - 1.0 + 0.0 * req.indices  # f_j(x) = sum(x) - 1
+            else:
+                vals = ((req.points - 1.0) ** 2).sum(axis=1, keepdims=True) + 0.0 * req.indices
+            run.tell(req, vals)
+        res = run.result()
+    assert kinds == {"objective", "constraint"} and res.nit == 3
+    assert res.nfev_by_kind["constraint"] > 0 and res.nfev == sum(res.nfev_by_kind.values())
+    mm = ProblemShape(kind="minimax", dim=2, dim_y=3, n=1, x0=np.zeros(2), y0=np.zeros(3))
+    with Run(mm, "zo-gda", rng=0, max_iter=2, check_concavity=False) as run:
+        req = run.ask()
+        assert req is not None and req.kind == "minimax" and req.points_y is not None
+        assert req.points_y.shape == (req.shape[0], 3)
