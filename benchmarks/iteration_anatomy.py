@@ -3,7 +3,8 @@
 Problems: pairwise breast-cancer (scikit-learn's bundled set, d = 31, m ~ 19k) and pairwise a9a
 (1000 samples, d = 123, m ~ 46k; needs the a9a file in ZOFRAME_DATA), seed 0, as in
 ``benchmarks/peers.py``. Solvers ``dszog`` and ``adszog`` with fixed hyper-parameters (q = 10,
-|M1| = |M2| = |M3| = 128, ``p_form="auto"``: the sparse floor + support form of p).
+|M1| = |M2| = |M3| = 128, ``p_form="auto"``: the sparse floor + support form of p; ``steps="paper"``:
+the papers' iteration with these fixed steps, where the solvers have that option).
 
 For each (problem, solver), single-threaded BLAS, ``--repeats`` repetitions (median reported):
 
@@ -36,6 +37,7 @@ import argparse
 from collections.abc import Callable, Iterator
 import contextlib
 import cProfile
+import dataclasses
 import functools
 import json
 import pstats
@@ -56,6 +58,8 @@ from zoframe_constrained.solvers import ADSZOG, DSZOG
 
 PARAMS: dict[str, Any] = {"eta_w": 1e-2, "eta_p": 1e-2, "beta": 1.0, "lam": 1e-6, "q": 10, "mu": 1e-3,
                           "M1": 128, "M2": 128, "M3": 128}  # fmt: skip
+if "steps" in {f.name for f in dataclasses.fields(DSZOG)}:
+    PARAMS["steps"] = "paper"  # the papers' iteration with the fixed steps above (not the backtracking mode)
 EXTRA: dict[str, dict[str, Any]] = {"dszog": {}, "adszog": {"a": 0.9, "b": 0.9, "c": 1e-8}}
 SOLVERS: dict[str, type[Any]] = {"dszog": DSZOG, "adszog": ADSZOG}
 
@@ -92,7 +96,8 @@ class Timer:
 @contextlib.contextmanager
 def patched(targets: list[tuple[Any, str, str]], timer: Timer) -> Iterator[None]:
     """Wrap ``getattr(owner, attr)`` as the part ``name`` for each ``(owner, attr, name)``; undo after."""
-    saved = [(owner, attr, owner.__dict__[attr]) for owner, attr, _ in targets]
+    targets = [(owner, attr, name) for owner, attr, name in targets if attr in vars(owner)]  # this version's parts
+    saved = [(owner, attr, vars(owner)[attr]) for owner, attr, _ in targets]
     try:
         for owner, attr, name in targets:
             setattr(owner, attr, timer.wrap(name, getattr(owner, attr)))
@@ -114,7 +119,9 @@ PARTS: list[tuple[Any, str, str]] = [
     (DSZOG, "sample_p", "sample_M2"),
     (solvers_mod, "pz_sample", "sample_M2"),
     (solvers_mod._PenaltyMinimax, "G_L", "estimate"),
+    (solvers_mod._PenaltyMinimax, "_estimate", "estimate"),
     (solvers_mod._PenaltyMinimax, "H", "H"),
+    (solvers_mod._PenaltyMinimax, "_H", "H"),
     (DSZOG, "ascend", "p_update"),
     (solvers_mod, "pz_project", "p_update"),
     (solvers_mod, "pz_average", "p_update"),

@@ -58,6 +58,8 @@ from zoframe_constrained.solvers import ADSZOG, DSZOG
 PARAMS: dict[str, Any] = {"eta_w": 1e-3, "eta_p": 1e-2, "beta": 1.0, "q": 10, "M1": 128, "M2": 128, "M3": 128}
 EXTRA: dict[str, dict[str, Any]] = {"dszog": {}, "adszog": {"a": 0.9, "b": 0.9}}
 SOLVERS: dict[str, type[Any]] = {"dszog": DSZOG, "adszog": ADSZOG}
+if "steps" in {f.name for f in dataclasses.fields(DSZOG)}:
+    PARAMS["steps"] = "paper"  # the papers' iteration with the fixed steps above (not the backtracking mode)
 
 
 def key(m: int) -> str:
