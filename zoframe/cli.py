@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping, Sequence
 import difflib
+import importlib
 import inspect
 import json
 import math
@@ -166,18 +167,22 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     return 0 if res.success or (res.status.budget and res.feasible is not False) else 1
 
 
+#: the module whose ``verify(problem, result) -> Report`` builds the report of ``solve --verify``
+_VERIFY_MODULE = "zoframe_verify.verify"
+
+
 def _verifier() -> Callable[[Any, Any], str]:
     """The verification report of a returned point (``zoframe_verify.verify``), imported on use."""
     try:
-        from zoframe_verify.verify import verify
-    except ImportError as exc:
+        verify = importlib.import_module(_VERIFY_MODULE).verify
+    except (ImportError, AttributeError) as exc:
         raise InvalidInputError(
             f"--verify needs the verification package zoframe_verify, which cannot be imported ({exc}); "
             "install zoframe with its first-party packages (pip install -e .) or drop --verify"
         ) from None
 
     def report(problem: Any, result: Any) -> str:
-        return verify(problem, result).to_text()
+        return str(verify(problem, result).to_text())
 
     return report
 
