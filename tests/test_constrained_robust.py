@@ -153,8 +153,9 @@ def test_an_unbounded_penalised_problem_ends_flagged_not_converged(solver: str) 
     """``min -x1`` with ``x2 <= 1``: nothing bounds x1, the iterate runs away; the run must not claim success."""
     prob = zoframe.Constrained(lambda X: -X[:, 0], lambda X, idx: (X[:, 1] - 1.0)[:, None][:, idx * 0], m=1, x0=np.zeros(2))
     r = zoframe.minimize(prob, solver, rng=0, max_calls=50_000)
-    assert not r.success and r.status is not zoframe.Status.CONVERGED, r.message
-    assert r.status in (zoframe.Status.DIVERGED, zoframe.Status.BUDGET)
+    assert not r.success and r.status is zoframe.Status.DIVERGED, r.message
+    assert "the best point seen with a sampled violation" in r.message
+    assert np.all(np.isfinite(r.x)) and r.feasible  # the best feasible point seen, not the blown-up one
 
 
 def test_infeasible_constraints_fail_honestly() -> None:

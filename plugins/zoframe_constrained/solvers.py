@@ -142,7 +142,9 @@ class _PenaltyMinimax(SolverBase):
       rounds and a KKT test from central differences (:meth:`_certify`); the run is ``CONVERGED``
       only when both pass; otherwise the penalty phase resumes while the budget lasts. A budget
       reserve (``restore_reserve`` of ``max_calls``) is kept for a final restoration;
-    * ``|w|`` beyond ``mu / (64 eps)`` ends the run as ``DIVERGED`` (:class:`~zoframe.errors.DivergedError`).
+    * ``|w|`` beyond ``mu / (64 eps)`` ends the run as ``DIVERGED``: with ``steps="auto"`` on the best
+      point seen whose sampled violation was ``<= violation_tol`` (else the last finite iterate),
+      with ``steps="paper"`` through :class:`~zoframe.errors.DivergedError` (the last finite iterate).
     """
 
     problem_kinds: ClassVar[frozenset[str]] = frozenset({"constrained"})
@@ -496,6 +498,21 @@ class _PenaltyMinimax(SolverBase):
         out[blocked] = 0.0
         return out
 
+    def _guard(self, w_new: Array, state: Any) -> tuple[Array, dict[str, Any]]:
+        """``steps="auto"``: ``(w_new, {})``, or after a blow-up the best point seen whose sampled violation was
+        ``<= violation_tol`` (else the last finite iterate) and the reason that ends the run as DIVERGED."""
+        try:
+            return _diverged(w_new, self, int(state.t) + 1), {}
+        except DivergedError as exc:
+            best = state.best_x
+            back = (
+                "returned: the best point seen with a sampled violation <= "
+                f"{self.tol:g} (its batch objective {state.best_value:.6g})"
+                if best is not None else "returned: the last finite iterate (no feasible sample was seen)"
+            )  # fmt: skip
+            x = np.array(best if best is not None else state.x, copy=True)
+            return x, {"diverged": f"{exc} {back}", "x": x, "restore_final": False}
+
     def reserve_reached(self, oracle: CountingOracle) -> bool:
         """Whether the budget left is the reserve for the final restoration (``steps="auto"``, ``max_calls`` set)."""
         if oracle.max_calls is None or oracle.remaining is None:
@@ -507,7 +524,8 @@ class _PenaltyMinimax(SolverBase):
         return oracle.remaining <= min(need, 0.5 * oracle.max_calls)
 
     def after_step(
-        self, oracle: CountingOracle, st: Any, new: dict[str, Any], accepted: bool, viol: float, g_norm: float
+        self, oracle: CountingOracle, st: Any, new: dict[str, Any], accepted: bool, viol: float, g_norm: float,
+        value: float = math.nan,
     ) -> dict[str, Any]:
         """The bookkeeping of ``steps="auto"``: step length, stationarity, continuation, the final restoration.
 
@@ -519,6 +537,8 @@ class _PenaltyMinimax(SolverBase):
         alpha = float(new["alpha"])
         stalls = int(st.stalls)
         new["viol"] = viol
+        if viol <= self.tol and value < float(st.best_value):  # the best point seen with a feasible sample
+            new.update(best_x=np.array(st.x, copy=True), best_value=value)
         if not math.isfinite(float(st.g0)):
             new["g0"] = g_norm
         scale = max(1.0, float(np.max(np.abs(w))))
@@ -756,6 +776,8 @@ class _PenaltyMinimax(SolverBase):
         or ``BUDGET`` (feasible, no stationarity certificate); one that does not reach the tolerance
         stops with ``FAILED``.
         """
+        if str(getattr(state, "diverged", "")):
+            return StopReason(str(state.diverged), Status.DIVERGED)
         if int(state.rounds) == 0:
             return None
         how = "full pass over all constraints" if state.checked == getattr(state, "m", -1) else f"sampled: {state.checked} constraints"
@@ -824,6 +846,9 @@ class _RestorationState:
     win_t0: int = 0
     win_v0: float = math.inf
     stalls: int = 0
+    best_x: Array | None = None
+    best_value: float = math.inf
+    diverged: str = ""
     g0: float = math.nan
     kkt: float = math.nan
     retries: int = 0
@@ -834,7 +859,8 @@ class _RestorationState:
         """The fields of ``steps="auto"`` (penalty, step length, stall window, phase), to carry over."""
         return {
             "beta": self.beta, "alpha": self.alpha, "viol": self.viol, "win_t0": self.win_t0, "win_v0": self.win_v0,
-            "stalls": self.stalls, "g0": self.g0, "kkt": self.kkt, "retries": self.retries,
+            "stalls": self.stalls, "best_x": self.best_x, "best_value": self.best_value, "diverged": self.diverged,
+            "g0": self.g0, "kkt": self.kkt, "retries": self.retries,
             "stationary": self.stationary, "restore_final": self.restore_final,
         }  # fmt: skip
 
@@ -966,12 +992,13 @@ class DSZOG(_PenaltyMinimax):
         G, L0 = self._estimate_or_diverge(oracle, w, M1, M2, rng, beta, pw, state.t + 1, float(state.alpha))  # Alg. 1 l.8
         H, viol = self._H(oracle, w, M3, beta)  # Alg. 1 l.9
         w_new, alpha, accepted = self.line_search(oracle, w, G, L0, float(state.alpha), M1, M2, beta, pw)  # l.10
-        w_new = _diverged(w_new, self, state.t + 1)
+        w_new, blown = self._guard(w_new, state)
         eta = self.eta_p / (_norm(H.gain) + self.lam)  # normalised ascent: |eta H| ~ eta_p
         p, support, floor = self.ascend(oracle, state, H, eta)  # Alg. 1 l.11
         fields = self.after_step(
-            oracle, state, {**state.auto_fields(), "x": w_new, "alpha": alpha}, accepted, viol, _norm(G)
+            oracle, state, {**state.auto_fields(), "x": w_new, "alpha": alpha}, accepted, viol, _norm(G), L0
         )
+        fields.update(blown)
         new = DSZOGState(
             x=fields.pop("x"), p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1, **state.snapshot_fields(),
         )  # fmt: skip
@@ -1134,15 +1161,16 @@ class ADSZOG(_PenaltyMinimax):
         z_w = G if first else (1.0 - b) * state.z_w + b * G  # Alg. 1 l.3 / l.14
         pz = pz_ema(pz, H, 1.0 if first else b)  # Alg. 1 l.3 / l.15
         w_new, alpha, accepted = self.line_search(oracle, w, z_w, L0, float(state.alpha), M1, M2, beta, pw)  # l.5
-        w_new = _diverged(w_new, self, state.t + 1)
+        w_new, blown = self._guard(w_new, state)
         p_hat = pz_project(pz, self.eta_p / (pz.norm_z() + self.lam))  # Alg. 1 l.6, normalised
         pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
         t = state.t + 1
         if t % _FLUSH_EVERY == 0:
             pz = pz_flush(pz, self.flush_threshold())
         fields = self.after_step(
-            oracle, state, {**state.auto_fields(), "x": w_new, "alpha": alpha}, accepted, viol, _norm(G)
+            oracle, state, {**state.auto_fields(), "x": w_new, "alpha": alpha}, accepted, viol, _norm(G), L0
         )
+        fields.update(blown)
         new = dataclasses.replace(self._state(fields.pop("x"), pz, z_w, t, state), **fields)
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
