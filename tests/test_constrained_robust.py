@@ -30,7 +30,7 @@ class _LinearProblem:
     convex_constraints = True
     black_box_constraints = False
     violation_tol = 1e-3
-    feasible_set = None
+    feasible_set: Any = None
 
     def __init__(self, d: int, m: int, n: int, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
@@ -129,6 +129,28 @@ def test_bounds_are_kept_by_projection_and_every_evaluated_point_is_inside() -> 
     pts = np.vstack(seen)
     assert np.all(pts >= [0.8, -1.0]) and np.all(pts <= [2.0, 1.0])
     assert r.success and np.allclose(r.x, [0.8, 0.2], atol=1e-2), (r.x, r.message)
+
+
+@pytest.mark.parametrize("solver", BASELINES)
+def test_the_baselines_keep_the_bounds_too(solver: str) -> None:
+    """Bounds join the baselines' projection / linear-minimisation subproblems, and their estimates
+    evaluate inside them: every evaluated point and the answer lie in the box."""
+    seen: list[np.ndarray] = []
+
+    class Boxed(_LinearProblem):
+        def __init__(self) -> None:
+            super().__init__(3, 4, 1)
+            self.feasible_set = zoframe.sets.Box(3, np.array([-0.5, 0.0, -1.0]), np.array([0.5, 0.25, 1.0]))
+
+        def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            seen.append(X.copy())
+            return super().components(X, idx)
+
+    for mode in ("exact", "linearize"):
+        seen.clear()
+        r = zoframe.minimize(Boxed(), solver, rng=0, max_iter=5, record_every=0, constraints=mode)
+        pts = np.vstack([*seen, r.x[None, :]])
+        assert np.all(pts >= [-0.5, 0.0, -1.0]) and np.all(pts <= [0.5, 0.25, 1.0]), (mode, pts.min(0), pts.max(0))
 
 
 def test_a_user_function_that_fails_at_wild_points_shrinks_the_step() -> None:

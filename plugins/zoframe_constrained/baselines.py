@@ -149,6 +149,13 @@ class CvxpySubproblem:
             cons = [self.J @ self.w <= self.r]
         else:
             cons = list(oracle.cvxpy_constraints(self.w))
+        lo, hi = _box_bounds(oracle)
+        if lo is not None and hi is not None:  # bounds=(lower, upper) of the problem: part of the feasible set
+            fin_lo, fin_hi = np.flatnonzero(np.isfinite(lo)), np.flatnonzero(np.isfinite(hi))
+            if fin_lo.shape[0]:
+                cons.append(self.w[fin_lo] >= lo[fin_lo])
+            if fin_hi.shape[0]:
+                cons.append(self.w[fin_hi] <= hi[fin_hi])
         if ball is not None:
             cons.append(cp.norm(self.w, "inf" if ball == "linf" else 2) <= radius)
         if kind == "project":
@@ -204,6 +211,25 @@ class CvxpySubproblem:
 
 # one set of subproblems per oracle (i.e. per run); rebuilt lazily after a checkpoint resume
 _SUBPROBLEMS: weakref.WeakKeyDictionary[CountingOracle, dict[str, CvxpySubproblem]] = weakref.WeakKeyDictionary()
+
+
+def _box_bounds(oracle: CountingOracle) -> tuple[Array | None, Array | None]:
+    """The problem's simple bounds (``Constrained(..., bounds=...)``) as two length-``d`` arrays, if any."""
+    box = oracle.feasible_set
+    lo, hi = getattr(box, "lower", None), getattr(box, "upper", None)
+    if lo is None or hi is None:
+        return None, None
+    shape = (oracle.dim,)
+    return (
+        np.broadcast_to(np.asarray(lo, dtype=np.float64), shape).copy(),
+        np.broadcast_to(np.asarray(hi, dtype=np.float64), shape).copy(),
+    )
+
+
+def _inside(oracle: CountingOracle, X: Array) -> Array:
+    """``X`` projected on the problem's bounds (every evaluated point inside them)."""
+    box = oracle.feasible_set
+    return X if box is None else np.asarray(box.project(X), dtype=np.float64)
 
 
 class _DefaultBatch(int):
@@ -298,13 +324,15 @@ class _ProjectedBase(SolverBase):
             J = oracle.constraint_gradient(w, purpose="linearize")
         else:
             est = CoordinateEstimator(mu=float(self.mu))
-            comp = est.estimate(lambda X: oracle.constraints(X, purpose="linearize"), w, rng, per_component=True)
+            comp = est.estimate(
+                lambda X: oracle.constraints(_inside(oracle, X), purpose="linearize"), w, rng, per_component=True
+            )
             J = np.asarray(comp.per_component, dtype=np.float64)
         return J, J @ w - f
 
     def estimate_f0(self, oracle: CountingOracle, W: Array, idx: IntArray | None, rng: np.random.Generator) -> Array:
         """ZO gradient of ``f0`` over the batch ``idx`` at ``W`` (``(d,)`` or ``(P, d)`` sharing directions)."""
-        out: Array = self.gradient_estimator().estimate(lambda X: oracle.objective(X, idx), W, rng).grad
+        out: Array = self.gradient_estimator().estimate(lambda X: oracle.objective(_inside(oracle, X), idx), W, rng).grad
         return out
 
     def f0_calls(self, oracle: CountingOracle, points: int, batch: int | None) -> int:
@@ -337,7 +365,7 @@ class _ProjectedBase(SolverBase):
     def start(self, oracle: CountingOracle, x0: Array) -> Array:
         """``Proj_X(x0)`` (builds the projection subproblem); ``x0`` itself when linearising."""
         sub = self._proj(oracle)
-        return np.array(x0, dtype=np.float64, copy=True) if sub.linearized else sub.solve(x0)
+        return _inside(oracle, np.array(x0, dtype=np.float64, copy=True)) if sub.linearized else sub.solve(x0)
 
     def capped(self, seconds: float) -> str | None:
         cap = self.time_cap
@@ -442,7 +470,7 @@ class _FrankWolfeBase(_ProjectedBase):
             R = float(self.R)
             x = np.array(x0, dtype=np.float64, copy=True)
             n = np.max(np.abs(x)) if ball == "linf" else np.linalg.norm(x)
-            return x if n <= R else x * (R / n)
+            return _inside(oracle, x if n <= R else x * (R / n))
         sub = self.subproblem(
             oracle,
             "start",
