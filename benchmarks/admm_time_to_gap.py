@@ -1,7 +1,7 @@
 """Time each composite solver needs to reach a fixed objective gap on the fused-lasso problems.
 
 Huang, Gao, Chen & Huang (IJCAI 2019), Figure 1: the six solvers of ``zoframe_admm`` run under the same
-CPU-time budget on the graph-guided fused-lasso problem of each dataset. The gap is ``F - F_ref`` with
+time budget (``max_time``, the solver's own wall-clock time) on the graph-guided fused-lasso problem of each dataset. The gap is ``F - F_ref`` with
 ``F_ref`` from a separate white-box reference solver (``zoframe_admm.reproduce.reference_objective``:
 linearized ADMM with exact gradients, cached), not from the compared runs. Prints ONE final line of JSON::
 
@@ -21,7 +21,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["20news", "a9a", "w8a"])
-    ap.add_argument("--seconds", type=float, default=20.0, help="CPU seconds per solver and dataset")
+    ap.add_argument("--seconds", type=float, default=20.0, help="seconds of solver time per solver and dataset")
     ap.add_argument("--n-samples", type=int, default=None, help="subsample each dataset before the split")
     ap.add_argument("--gap", type=float, nargs="+", default=[1e-3, 1e-4, 1e-5])
     ap.add_argument("--seed", type=int, default=0)
