@@ -75,7 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="output directory for PNG, CSV and summary.json (default: zoframe-out/admm-reproduction)",
     )
-    parser.add_argument("--seconds", type=float, default=None, help="seconds of solver time per solver and dataset (30; quick: 2)")
+    parser.add_argument(
+        "--seconds", type=float, default=None, help="seconds of solver time per solver and dataset (30; quick: 2)"
+    )
     parser.add_argument("--n-samples", type=int, default=None, help="subsample each dataset (all; quick: 2000)")
     parser.add_argument(
         "--attack-iters", type=int, default=None, help="iterations of the attack runs (1000; quick: 100)"
