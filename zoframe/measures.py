@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import nnls
 
 from zoframe.errors import InvalidInputError, NonFiniteValueError, ShapeError
 from zoframe.oracle import CountingOracle, MonitorOracle, as_values
@@ -87,6 +86,8 @@ def fit_multipliers(grad_f0: Array, active_grads: Array) -> Array:
         return np.zeros(0)
     if G.ndim != 2 or G.shape[1] != grad_f0.shape[0]:
         raise ShapeError(f"active_grads must be (a, {grad_f0.shape[0]}), got {G.shape}")
+    from scipy.optimize import nnls  # imported on use: scipy.optimize costs about 0.25 s at import
+
     alpha, _ = nnls(G.T, -grad_f0, maxiter=50 * max(G.shape))
     out: Array = np.asarray(alpha, dtype=np.float64)
     return out
