@@ -110,6 +110,13 @@ def test_estimator_parameters_reach_the_estimator(capsys: pytest.CaptureFixture[
     assert "nfev=40," in out
 
 
+def test_a_solver_parameter_meant_for_the_estimator_points_to_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--estimator gaussian -p q=3` used to run with q = 10 (nfev 110): now an error naming -e."""
+    assert main(["solve", "quadratic", "--estimator", "gaussian", "-p", "q=3", *QUICK]) == 2
+    line = _error_line(capsys)
+    assert "q=3" in line and "--estimator-param KEY=VALUE, or -e KEY=VALUE" in line
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [

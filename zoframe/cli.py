@@ -139,6 +139,8 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
         )
     except ZoframeError as exc:
         partial = getattr(exc, "result", None)  # a run that failed part-way keeps what it computed
+        if partial is None and "estimator_params" in str(exc):  # say it in the command line's words
+            raise InvalidInputError(f"{exc} (on the command line: --estimator-param KEY=VALUE, or -e KEY=VALUE)") from None
         if partial is None or verify_report is None:
             raise
         print(partial)
