@@ -8,13 +8,17 @@
 * enforces the budget exactly: a batch that would take the count past ``max_calls`` raises
   :class:`~zoframe.errors.BudgetExhausted` *before* anything is evaluated;
 * copies its inputs (the user function gets a read-only copy; the caller's arrays are never
-  touched) and validates shapes and indices with messages that say what was expected;
+  touched) and validates them before any call: points must be real numbers (complex, string,
+  object, masked or ``None`` points raise :class:`~zoframe.errors.InvalidInputError`), shapes and
+  indices must fit, with messages that say what was expected;
 * detects non-finite values: ``nonfinite="raise"`` (default) names the offending point and
   component, ``nonfinite="inf"`` replaces NaN and infinities by ``+inf``;
 * checks every value a user function returns, on every call (the one-point call included), before
   it is used: a wrong shape raises :class:`~zoframe.errors.ShapeError`, complex, boolean, string,
-  object or ``None`` results raise :class:`~zoframe.errors.InvalidInputError`, each naming the
-  function and the expected and received shape or type (:func:`as_values`);
+  object, masked or ``None`` results raise :class:`~zoframe.errors.InvalidInputError`, each naming
+  the function and the expected and received shape or type (:func:`as_values`); white-box
+  gradients must also be finite (whatever ``nonfinite`` says: no value stands for an infinite
+  gradient);
 * splits every batch into fixed blocks of ``block_rows`` rows (default 256), one user-function
   call per block. The partition depends on the batch alone: serial evaluation uses it too, and an
   :class:`concurrent.futures.Executor` (a process pool, a ``dask.distributed`` client's executor)
