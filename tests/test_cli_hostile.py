@@ -54,6 +54,11 @@ def test_bad_problem_arguments_are_one_line_errors_listing_the_accepted_ones(
                                          or "convex_constraints: bool = True" in line)
 
 
+def test_info_shows_the_typed_problem_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "dro"]) == 0
+    assert "arguments (--problem-arg KEY=VALUE): dataset: str = 'a9a', n: int | None = None" in capsys.readouterr().out
+
+
 def test_no_traceback_from_the_console_script() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "zoframe.cli", "solve", "dro", "--problem-arg", "n=abc", *QUICK],

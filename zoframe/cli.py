@@ -58,6 +58,7 @@ def _cmd_info(args: argparse.Namespace, reg: Registry) -> int:
         print(f"  zeroth order: {'yes' if spec.zeroth_order else 'no (first-order reference)'}")
     if kind == "problem":
         print(f"  problem kind: {spec.kind}")
+        print(f"  arguments (--problem-arg KEY=VALUE): {_signature_listing(spec.factory)}")
         if spec.parameters:
             print("  parameters:")
             for k, v in spec.parameters.items():
