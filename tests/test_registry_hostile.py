@@ -277,7 +277,12 @@ for table in (reg.solvers(), reg.estimators(), reg.problems(), reg.suites()):  #
     pass
 heavy = ["zoframe_basic.solvers", "zoframe_basic.problems", "zoframe_admm.solvers", "zoframe_admm.problems",
          "zoframe_admm.reproduce", "zoframe_minimax.solvers", "zoframe_minimax.problems", "zoframe_minimax.reproduce",
-         "zoframe_constrained.baselines", "zoframe_constrained.reproduce", "zoframe_datasets.cli", "zoframe_verify.cli"]
+         "zoframe_constrained.baselines", "zoframe_constrained.reproduce", "zoframe_datasets.cli", "zoframe_verify.cli",
+         "zoframe_peers.solvers", "cma", "nevergrad",
+         "zoframe_verify.checks", "zoframe_verify.rates", "zoframe_verify.reference", "zoframe_verify.study",
+         "zoframe_verify.verify", "zoframe_verify.problems",
+         "zoframe_datasets.catalog", "zoframe_datasets.libsvm", "zoframe_datasets.paths", "zoframe_datasets.sampling",
+         "zoframe_datasets.fetch"]
 before = [m for m in heavy if m in sys.modules]
 spec = reg.solver("zo-sgd")
 cls = spec.cls
@@ -289,12 +294,29 @@ print(json.dumps({"before": before, "after": after, "cls": cls.__name__}))
 def test_listing_imports_no_solver_or_problem_module() -> None:
     """Listing solvers, estimators, problems and suites imports none of their modules; using one imports it.
 
+    That covers the peers (no scipy/pycma/nevergrad wrappers), and the hook modules of the verification
+    and datasets plugins, whose packages import their submodules on first use of a public name.
     (Commands and reproductions are loaded when collected: the CLI builds their parsers at start-up.)
     """
     proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True, timeout=120)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["before"] == [], f"imported while listing: {got['before']}"
     assert got["after"] == ["zoframe_basic.solvers"] and got["cls"] == "ZOSGD"
+
+
+@pytest.mark.parametrize("package", ["zoframe_verify", "zoframe_datasets"])
+def test_light_packages_still_export_every_public_name(package: str) -> None:
+    """The lazy ``__init__`` of the verification and datasets packages: every name of ``__all__`` imports."""
+    importlib.import_module(f"{package}.cli")  # binds its submodules as package attributes, as the CLI does
+    mod = importlib.import_module(package)
+    for name in mod.__all__:
+        value = getattr(mod, name)
+        assert not isinstance(value, type(sys)), f"{package}.{name} is the submodule, not the public object"
+        if not name.isupper():  # constants aside, each object comes from one of the package's submodules
+            assert value.__module__.startswith(f"{package}."), (name, value.__module__)
+    assert callable(mod.verify if package == "zoframe_verify" else mod.load_libsvm)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = mod.no_such_name
 
 
 def test_lazy_specs_report_their_reference_without_importing() -> None:

@@ -9,24 +9,81 @@ Python API::
 
 Command line: ``zoframe verify RESULT --problem NAME``, ``zoframe solve ... --verify`` and
 ``zoframe rate SOLVER PROBLEM --seeds N --budget T``. cvxpy is imported only inside this package.
+
+The public names are imported on first access (module ``__getattr__``), so importing the package
+(which loading its hook module :mod:`zoframe_verify.plugin` does) imports none of its submodules.
 """
 
-from zoframe_verify.checks import (
-    ADMMReport,
-    FiniteSumReport,
-    KKTReport,
-    MinimaxReport,
-    PenaltyReport,
-    admm_report,
-    finite_sum_report,
-    kkt_report,
-    minimax_report,
-    penalty_report,
-)
-from zoframe_verify.rates import THEORY, SlopeFit, TheoryRate, compare, fit_loglog, running_curve, theory_for
-from zoframe_verify.reference import CvxpyModel, ReferenceSolution, ReferenceSolveError, reference_solution
-from zoframe_verify.study import RateReport, RunRecord, RunStore, StudyConfig, rate_study
-from zoframe_verify.verify import Report, verify
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from zoframe_verify.checks import (
+        ADMMReport,
+        FiniteSumReport,
+        KKTReport,
+        MinimaxReport,
+        PenaltyReport,
+        admm_report,
+        finite_sum_report,
+        kkt_report,
+        minimax_report,
+        penalty_report,
+    )
+    from zoframe_verify.rates import THEORY, SlopeFit, TheoryRate, compare, fit_loglog, running_curve, theory_for
+    from zoframe_verify.reference import CvxpyModel, ReferenceSolution, ReferenceSolveError, reference_solution
+    from zoframe_verify.study import RateReport, RunRecord, RunStore, StudyConfig, rate_study
+    from zoframe_verify.verify import Report, verify
+
+#: public name -> the submodule that defines it
+_SOURCES: dict[str, str] = {
+    **dict.fromkeys(
+        ("ADMMReport", "FiniteSumReport", "KKTReport", "MinimaxReport", "PenaltyReport", "admm_report",
+         "finite_sum_report", "kkt_report", "minimax_report", "penalty_report"),
+        "checks",
+    ),
+    **dict.fromkeys(("THEORY", "SlopeFit", "TheoryRate", "compare", "fit_loglog", "running_curve", "theory_for"),
+                    "rates"),
+    **dict.fromkeys(("CvxpyModel", "ReferenceSolution", "ReferenceSolveError", "reference_solution"), "reference"),
+    **dict.fromkeys(("RateReport", "RunRecord", "RunStore", "StudyConfig", "rate_study"), "study"),
+    **dict.fromkeys(("Report", "verify"), "verify"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its submodule on first access, then keep it in the package."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: the public ``verify`` stays the function.
+
+    Importing the submodule :mod:`zoframe_verify.verify` (directly, or through the command line) makes
+    Python bind it as the package attribute ``verify``; this keeps the function of that name instead,
+    as ``from zoframe_verify import verify`` promises (``from zoframe_verify.verify import ...`` still
+    reaches the submodule).
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}" and name in _SOURCES:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "THEORY",
