@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from zoframe import (
     Status,
     UnknownNameError,
 )
+from zoframe.oracle import CountingOracle
 from zoframe.testing.problems import SmokeFiniteSum, SmokeMinimax
 
 
@@ -136,6 +139,40 @@ def test_checkpoint_and_resume_reach_the_same_final_x(tmp_path: Path) -> None:
     assert set(full.trace["iteration"]) <= set(rest.trace["iteration"]) == {0, 10, 20, 25, 30, 40, 50, 60}
     with open(tmp_path / "run.npz", "rb") as fh:  # the checkpoint holds no pickles
         np.load(fh, allow_pickle=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class _WalkState:
+    x: np.ndarray
+    fx: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _RandomWalk:
+    """A solver object defined here and registered nowhere: a random walk that keeps improvements."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum"})
+    sigma: float = 0.5
+
+    def init(self, oracle: CountingOracle, x0: np.ndarray, rng: np.random.Generator) -> _WalkState:
+        return _WalkState(x0.copy(), float(oracle.objective(x0[None, :]).mean()))
+
+    def step(self, oracle: CountingOracle, state: _WalkState, rng: np.random.Generator) -> _WalkState:
+        y = state.x + self.sigma * rng.standard_normal(state.x.shape)
+        fy = float(oracle.objective(y[None, :]).mean())
+        return _WalkState(y, fy) if fy < state.fx else state
+
+
+def test_an_unregistered_solver_object_resumes_its_checkpoint(tmp_path: Path) -> None:
+    """The state class of a solver known to no registry is rebuilt from the solver object's own module."""
+    solver = _RandomWalk(sigma=0.3)
+    full = zoframe.minimize(ls_problem(), solver, rng=5, max_iter=40)
+    ck = tmp_path / "walk"
+    part = zoframe.minimize(ls_problem(), solver, rng=5, max_iter=15, checkpoint=ck)
+    assert part.nit == 15 and not np.array_equal(part.x, full.x)
+    rest = zoframe.minimize(ls_problem(), solver, max_iter=40, resume=ck)
+    assert rest.nit == 40 and rest.seed == 5 and rest.nfev == full.nfev
+    assert np.array_equal(rest.x, full.x) and rest.fun < part.fun
 
 
 def test_resume_with_another_solver_is_refused(tmp_path: Path) -> None:

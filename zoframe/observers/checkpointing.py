@@ -108,9 +108,15 @@ class Checkpointer:
         ckpt.save(self.path, loop.state, loop.rng, meta, arrays)
 
 
-def restore(path: str | os.PathLike[str], parts: Sequence[Stateful]) -> tuple[Any, np.random.Generator, dict[str, Any]]:
-    """Read a checkpoint and restore ``parts``: ``(state, generator, meta)``."""
-    state, gen, meta, arrays = ckpt.load(path)
+def restore(path: str | os.PathLike[str], parts: Sequence[Stateful], *, solver: object | None = None,
+            registry: Any = None) -> tuple[Any, np.random.Generator, dict[str, Any]]:
+    """Read a checkpoint and restore ``parts``: ``(state, generator, meta)``.
+
+    ``solver`` (the solver object resuming) and ``registry`` say which state classes may be rebuilt
+    (:func:`zoframe.checkpoint.resolve_state_class`): the classes of the solver's own modules and of the
+    registered solvers, so an unregistered solver object resumes its own checkpoints.
+    """
+    state, gen, meta, arrays = ckpt.load(path, solver=solver, registry=registry)
     for part in parts:
         part.restore(meta, arrays)
     return state, gen, meta
