@@ -158,3 +158,24 @@ def test_adszog_floor_support_form_gives_the_dense_updates(a: float, b: float, v
     assert abs(p.sum() - 1.0) <= 1e-9
     if (a, b) == (0.9, 0.9):  # short memory: entries touched long ago fall back into the floor block
         assert np.median(sizes[300:]) < m // 4 and max(sizes[300:]) < m // 2, (np.median(sizes[300:]), max(sizes[300:]))
+
+
+def test_merge_equals_np_insert_bit_for_bit() -> None:
+    """The scatter of ``_merge`` puts every entry where ``np.insert`` would (new entries before old ones)."""
+    from zoframe_constrained.simplex import _merge
+
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        m = int(rng.integers(1, 200))
+        support = np.sort(rng.choice(m, size=int(rng.integers(0, m + 1)), replace=False)).astype(np.intp)
+        idx = np.sort(rng.choice(m, size=int(rng.integers(0, min(m, 40) + 1)), replace=False)).astype(np.intp)
+        a, b = rng.standard_normal(support.shape[0]), rng.standard_normal(support.shape[0])
+        a0, b0 = a.copy(), b.copy()
+        union, (fa, fb) = _merge(support, idx, (a, 0.25), (b, -1.5))
+        pos = np.searchsorted(support, idx)
+        present = np.isin(idx, support)
+        where = pos[~present]
+        assert np.array_equal(union, np.insert(support, where, idx[~present])), trial
+        assert union.dtype == np.intp and np.all(np.diff(union) > 0)
+        assert np.array_equal(fa, np.insert(a0, where, 0.25)) and np.array_equal(fb, np.insert(b0, where, -1.5))
+        assert np.array_equal(a, a0) and np.array_equal(b, b0)  # inputs untouched

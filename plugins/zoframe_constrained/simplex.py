@@ -150,18 +150,35 @@ def _gains(h: Ascent) -> tuple[IntArray, Array]:
 def _merge(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tuple[IntArray, list[Array]]:
     """Insert the sorted distinct ``idx`` missing from the sorted ``support``; new slots get the fill values.
 
-    ``O(|support| + |idx| log |support|)`` with ``searchsorted`` and ``np.insert`` (no hashing, no sort
-    of the support).
+    ``O(|support| + |idx| log |support|)`` with ``searchsorted`` and one scatter per array (no hashing,
+    no sort of the support). The ``k`` new entries, inserted before the old positions ``where``
+    (sorted), land at ``where + arange(k)`` of the result; the old entries fill the other slots in
+    order. Same result as ``np.insert`` at ``where``, about 3x cheaper (``np.insert`` sorts its
+    positions and builds its masks for every array anew).
     """
+    n = support.shape[0]
     pos = np.searchsorted(support, idx)
-    if support.shape[0]:
-        present = support[np.minimum(pos, support.shape[0] - 1)] == idx
+    if n:
+        present = support[np.minimum(pos, n - 1)] == idx
     else:
         present = np.zeros(idx.shape[0], dtype=bool)
     if present.all():
         return support, [arr for arr, _ in fills]
-    where = pos[~present]
-    return np.insert(support, where, idx[~present]), [np.insert(arr, where, fill) for arr, fill in fills]
+    absent = ~present
+    new = idx[absent]
+    slots = pos[absent] + np.arange(new.shape[0])
+    old = np.ones(n + new.shape[0], dtype=bool)
+    old[slots] = False
+    union = np.empty(n + new.shape[0], dtype=support.dtype)
+    union[old] = support
+    union[slots] = new
+    filled: list[Array] = []
+    for arr, fill in fills:
+        out = np.empty(n + new.shape[0], dtype=arr.dtype)
+        out[old] = arr
+        out[slots] = fill
+        filled.append(out)
+    return union, filled
 
 
 def ascent_dense(p: Array, eta: float, h: Ascent) -> Array:
