@@ -156,9 +156,9 @@ def test_shared_name_keeps_zoframe_working_with_qualified_names(
     assert "dup-dist" in solvers["dup:zo-sgd"].provider
     assert reg.solver("basic:zo-sgd").summary != "a third-party copy"
     # the bare name is the only thing that fails, and it names both providers and both qualified names
-    with pytest.raises(AmbiguousNameError, match=r"'zo-sgd' is ambiguous.*'basic:zo-sgd' from basic \(zoframe.*'dup:zo-sgd' from dup \(dup-dist: hostileplug") as info:
+    with pytest.raises(zoframe.AmbiguousNameError, match=r"'zo-sgd' is ambiguous.*'basic:zo-sgd' from basic \(zoframe.*'dup:zo-sgd' from dup \(dup-dist: hostileplug") as info:
         reg.solver("zo-sgd")
-    assert isinstance(info.value, DuplicatePluginError)
+    assert isinstance(info.value, DuplicatePluginError) and zoframe.AmbiguousNameError is AmbiguousNameError
     with pytest.raises(DuplicatePluginError, match="basic:zo-sgd"):
         reg.find("zo-sgd")
     # unambiguous names, qualified names and the rest of the host keep working

@@ -30,13 +30,14 @@ from zoframe.estimators import CoordinateEstimator, Estimate, GaussianEstimator,
 from zoframe.hooks import hookimpl
 from zoframe.oracle import CountingOracle, MonitorOracle
 from zoframe.problems import Composite, Constrained, FiniteSum, Minimax
-from zoframe.registry import Registry, default_registry
+from zoframe.registry import AmbiguousNameError, Registry, default_registry
 from zoframe.result import Result, Status, Trace
 from zoframe.specs import EstimatorSpec, ProblemSpec, SolverSpec, param
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AmbiguousNameError",
     "BudgetExhausted",
     "Composite",
     "Constrained",
