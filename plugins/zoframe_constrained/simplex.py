@@ -252,16 +252,17 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     end = start + values
     k = np.searchsorted(start, t, side="right") - 1
     kk = np.maximum(k, 0)
-    nxt = np.append(support, m)  # first index of the next support entry (or m)
     if floor > 0.0:  # clip in floating point before the cast (t / floor may overflow for a tiny floor)
+        nxt = np.append(support, m)  # first index of the next support entry (or m)
         before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
-        gap = support[kk] + 1 + np.clip(np.floor((t - end[kk]) / floor), 0.0, float(m)).astype(np.intp)
+        sk = support[kk]
+        gap = sk + 1 + np.minimum(np.maximum(np.floor((t - end[kk]) / floor), 0.0), float(m)).astype(np.intp)
         gap = np.minimum(gap, nxt[kk + 1] - 1)
         inside = t < end[kk]
-        out = np.where(k < 0, before, np.where(inside, support[kk], gap))
+        out = np.where(k < 0, before, np.where(inside, sk, gap))
     else:
         out = support[kk]
-    res: IntArray = np.clip(out, 0, m - 1).astype(np.intp)
+    res: IntArray = np.minimum(np.maximum(out, 0), m - 1).astype(np.intp, copy=False)
     return res
 
 
