@@ -181,6 +181,17 @@ def _merge(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tup
     return union, filled
 
 
+def _with_floor(v: Array, v_floor: float, n_floor: int) -> tuple[Array, Array]:
+    """``(values, counts)`` of the weighted threshold: ``v`` with weight 1 each, then the floor block."""
+    k = v.shape[0]
+    values = np.empty(k + 1)
+    values[:k] = v
+    values[k] = v_floor
+    counts = np.ones(k + 1)
+    counts[k] = float(n_floor)
+    return values, counts
+
+
 def ascent_dense(p: Array, eta: float, h: Ascent) -> Array:
     """``Proj_Delta(p + eta H)`` for a dense ``p`` (a new array)."""
     idx, gain = _gains(h)
@@ -199,7 +210,7 @@ def ascent_sparse(
     v[np.searchsorted(union, idx)] += eta * gain
     n_floor = m - union.shape[0]
     if n_floor > 0:
-        tau = simplex_threshold(np.append(v, s * floor), np.append(np.ones_like(v), float(n_floor)))
+        tau = simplex_threshold(*_with_floor(v, s * floor, n_floor))
     else:
         tau = simplex_threshold(v)
     if abs(tau) > _HUGE:  # see project_simplex_dense
@@ -317,7 +328,7 @@ def pz_project(pz: PZ, eta: float) -> PZ:
     n_floor = pz.m - pz.support.shape[0]
     v_floor = pz.p_floor + eta * pz.z_floor
     if n_floor > 0 and v.shape[0] > 0:
-        tau = simplex_threshold(np.append(v, v_floor), np.append(np.ones_like(v), float(n_floor)))
+        tau = simplex_threshold(*_with_floor(v, v_floor, n_floor))
     elif n_floor > 0:
         tau = simplex_threshold(np.array([v_floor]), np.array([float(n_floor)]))
     else:
