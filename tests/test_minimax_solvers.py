@@ -13,6 +13,7 @@ import pytest
 
 from zoframe import CountingOracle, InvalidInputError, InvalidParameterError, minimize
 from zoframe.errors import IncompatibleProblemError
+from zoframe.estimators import GaussianEstimator
 from zoframe.sets import Box
 from zoframe_minimax.problems import NCSC
 from zoframe_minimax.solvers import (
@@ -308,3 +309,36 @@ def test_concavity_probe_passes_on_concave_problems() -> None:
         oracle = CountingOracle(problem)
         concavity_probe(oracle, problem.x0, problem.y0, np.random.default_rng(0))
         assert oracle.calls_by_purpose["check"] == 9
+
+
+# --------------------------------------------------------------------------- estimator= and its parameters
+class _RecordingEstimator:
+    """A Gaussian estimator that records the radius each estimate is asked for."""
+
+    def __init__(self) -> None:
+        self.inner = GaussianEstimator(q=3, mu=1e-4)
+        self.radii: list[float | None] = []
+
+    def rows(self, dim: int, points: int = 1) -> int:
+        return self.inner.rows(dim, points)
+
+    def estimate(self, fun: Any, x: Any, rng: np.random.Generator, *, mu: float | None = None,
+                 per_component: bool = False) -> Any:
+        self.radii.append(mu)
+        return self.inner.estimate(fun, x, rng, mu=mu, per_component=per_component)
+
+
+@pytest.mark.parametrize("name", ["zo-gda", "zo-gdmsa", "zo-sgda", "zo-sgdmsa"])
+def test_direction_counts_are_refused_with_an_estimator_but_radii_reach_it(name: str) -> None:
+    """q1/q2 only size the default estimators: refused with estimator=; mu1/mu2 reach any estimator."""
+    problem = NCSC(d1=4, d2=3, kappa=10, seed=0)
+    for bad in ({"q1": 5}, {"q2": 5}, {"q1": 5, "q2": 6}):
+        with pytest.raises(InvalidInputError, match="only configure.*default estimator.*estimator_params"):
+            minimize(problem, name, estimator="gaussian", rng=0, max_iter=2, **bad)
+    est = _RecordingEstimator()
+    res = minimize(problem, name, estimator=est, rng=0, max_iter=2, mu1=0.03, mu2=0.02, check_concavity=False)
+    assert res.nit == 2 and est.radii and set(est.radii) == {0.03, 0.02}
+    # without estimator=, q1 still sizes the default estimate: (q1 + 1) rows per component
+    one = minimize(problem, name, rng=0, max_iter=1, q1=5, q2=2, check_concavity=False)
+    two = minimize(problem, name, rng=0, max_iter=1, q1=7, q2=2, check_concavity=False)
+    assert two.nfev_by_purpose["estimate"] > one.nfev_by_purpose["estimate"]

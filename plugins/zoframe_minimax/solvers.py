@@ -162,6 +162,9 @@ class _ZOMinimax(SolverBase):
     problem_kinds: ClassVar[frozenset[str]] = frozenset({"minimax"})
     #: the mu formula of the paper's experiment: "gda" (eq. (12)) or "gdmsa" (eq. (14))
     _mu_rule: ClassVar[str] = "gda"
+    #: q1/q2 only size the default Gaussian estimators; mu1/mu2 are passed to every estimate (a given
+    #: ``estimator`` included, as ``estimate(..., mu=)``), so they are not refused with ``estimator=``
+    estimator_only_params: ClassVar[frozenset[str]] = frozenset({"q1", "q2"})
 
     eta1: float = param(0.01, symbol="eta_1", doc="descent step size in x (section 5: 0.01)")
     eta2: float = param(0.01, symbol="eta_2", doc="ascent step size in y (section 5: 0.01)")
