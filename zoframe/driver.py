@@ -382,6 +382,8 @@ def minimize(
     options, **solver_params:
         hyper-parameters of the solver (``zoframe info NAME`` lists them).
 
+    Notes
+    -----
     ``Result.success`` is true only when the solver's own test passed (status ``CONVERGED``) at a
     finite (and, for constrained problems, feasible) point; a budget stop says which budget in
     ``status`` and is not a success (see :func:`zoframe.result.decide_success`).
