@@ -573,3 +573,16 @@ def test_restoration_after_snapshots_starts_from_the_snapshot_active_set() -> No
     assert both.message.startswith("feasible"), both.message
     assert float(np.max(D @ both.x)) <= 1e-6
     assert float(np.max(D @ both.outputs["x_feasible"])) <= 1e-6
+
+
+@pytest.mark.parametrize("solver", [DSZOG, ADSZOG])
+def test_batches_are_the_rng_choice_draws_and_trusted_by_the_oracle(solver: type) -> None:
+    prob, _, _ = convex_problem()
+    oracle = CountingOracle(prob)
+    M1, M3 = solver(M1=17, M3=23).batches(oracle, np.random.default_rng(4))
+    ref = np.random.default_rng(4)
+    assert np.array_equal(M1, ref.choice(oracle.n, size=17, replace=False))
+    assert np.array_equal(M3, ref.choice(oracle.m, size=23, replace=False))
+    assert M1.dtype == np.intp and M3.dtype == np.intp
+    assert not M1.flags.writeable and not M3.flags.writeable  # drawn by oracle.sample: trusted, read-only
+

@@ -412,11 +412,12 @@ class _PenaltyMinimax(SolverBase):
         return self.beta * min(max(f0 / (c0 * c0), 1e-6), 1e6)
 
     def batches(self, oracle: CountingOracle, rng: np.random.Generator) -> tuple[IntArray, IntArray]:
-        """``M1`` (data) and ``M3`` (constraints), uniform without replacement."""
+        """``M1`` (data) and ``M3`` (constraints), uniform without replacement.
+
+        Drawn by :meth:`CountingOracle.sample` (the same ``rng.choice`` draws): read-only batches the
+        oracle knows to be valid, so their evaluations skip the index copy and range check."""
         m1, _, m3 = self.sizes(oracle)
-        M1 = rng.choice(oracle.n, size=m1, replace=False)
-        M3 = rng.choice(oracle.m, size=m3, replace=False)
-        return M1.astype(np.intp), M3.astype(np.intp)
+        return oracle.sample(m1, rng), oracle.sample(m3, rng, population="constraints")
 
     # ------------------------------------------------------------------ steps="auto"
     def first_length(self, w: Array, oracle: CountingOracle) -> float:
