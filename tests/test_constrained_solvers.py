@@ -586,3 +586,22 @@ def test_batches_are_the_rng_choice_draws_and_trusted_by_the_oracle(solver: type
     assert M1.dtype == np.intp and M3.dtype == np.intp
     assert not M1.flags.writeable and not M3.flags.writeable  # drawn by oracle.sample: trusted, read-only
 
+
+@pytest.mark.parametrize("name", ["dszog", "adszog"])
+def test_mu_reaches_a_given_estimator_but_q_is_refused(name: str) -> None:
+    prob, _, _ = convex_problem()
+    est = zoframe.GaussianEstimator(q=3, mu=1e-3)
+    with pytest.raises(InvalidInputError, match="q=4"):
+        minimize(prob, name, estimator=est, q=4, rng=0, max_iter=2)
+    seen: list[float] = []
+
+    class Recording(zoframe.GaussianEstimator):
+        def estimate(
+            self, fun: Any, x: np.ndarray, rng: np.random.Generator, *, mu: float | None = None,
+            per_component: bool = False,
+        ) -> Any:  # fmt: skip
+            seen.append(float(mu) if mu is not None else float("nan"))
+            return super().estimate(fun, x, rng, mu=mu, per_component=per_component)
+
+    res = minimize(prob, name, estimator=Recording(q=3, mu=1e-3), mu=2.5e-4, rng=0, max_iter=3, M1=8, M2=8, M3=8)
+    assert res.nit == 3 and seen and all(v == 2.5e-4 for v in seen)  # the solver's mu is the radius used

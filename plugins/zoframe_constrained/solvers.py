@@ -148,6 +148,9 @@ class _PenaltyMinimax(SolverBase):
     """
 
     problem_kinds: ClassVar[frozenset[str]] = frozenset({"constrained"})
+    #: ``mu`` also reaches a user's estimator (``estimate(..., mu=self.mu)``, the divergence limit): only ``q``
+    #: is refused together with ``estimator=``
+    estimator_only_params: ClassVar[frozenset[str]] = frozenset({"q"})
     eta_w: float = param(1e-2, symbol="eta_w", doc="step size of w (steps='paper'; ignored by steps='auto')")
     eta_p: float = param(1e-2, symbol="eta_p", doc="step size of p (steps='auto': length of the normalised step of p)")
     beta: float = param(1.0, symbol="beta", doc="penalty parameter (> 0; the starting value under continuation)")
