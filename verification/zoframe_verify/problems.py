@@ -142,7 +142,10 @@ class SaddleQuadratic:
     concave in ``y`` over all of ``R^{d_y}``, so ``y*(x) = (K^T x + b) / rho``,
     ``g(x) = x^T P x / 2 + ||K^T x + b||^2 / (2 rho)`` and ``grad g(x) = (P + K K^T / rho) x + K b / rho``
     (``K``, ``b`` the means of ``K_i``, ``b_i``); ``P + K K^T / rho`` is positive definite, so ``g`` has
-    the unique minimiser ``x* = -(P + K K^T / rho)^{-1} K b / rho``.
+    the unique minimiser ``x* = -(P + K K^T / rho)^{-1} K b / rho``. With a ``y_set`` ``Y``,
+    ``y*(x) = Proj_Y((K^T x + b) / rho)`` and :meth:`g`, :meth:`grad_g` follow it (``known_solution``
+    stays the unconstrained one). Measures: ``fun`` (``F`` at the run's ``y``), ``primal`` (``g(x)``)
+    and ``grad_g_norm``.
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
@@ -196,9 +199,20 @@ class SaddleQuadratic:
         gy = np.einsum("bde,d->be", self.K[idx], x) - self.rho * y[None, :] + self.bs[idx]
         return gx, gy
 
+    def y_star(self, x: Array) -> Array:
+        """``argmax_y F(x, y) = Proj_Y((K^T x + b) / rho)``: ``F`` is ``-(rho/2) ||y - c||^2`` plus terms free of ``y``."""
+        c: Array = (self.K_mean.T @ x + self.bs.mean(axis=0)) / self.rho
+        return c if self.y_set is None else np.asarray(self.y_set.project(c), dtype=np.float64)
+
+    def g(self, x: Array) -> float:
+        """The primal function ``g(x) = max_y F(x, y) = x^T P x / 2 + (rho/2) (||c||^2 - ||y*(x) - c||^2)``."""
+        c = (self.K_mean.T @ x + self.bs.mean(axis=0)) / self.rho
+        gap = self.y_star(x) - c
+        return float(0.5 * x @ (self.P @ x) + 0.5 * self.rho * (c @ c - gap @ gap))
+
     def grad_g(self, x: Array) -> Array:
-        K = self.K_mean
-        out: Array = self.P @ x + K @ (K.T @ x + self.bs.mean(axis=0)) / self.rho
+        """``grad g(x) = P x + K y*(x)`` (Danskin); ``(P + K K^T / rho) x + K b / rho`` over all of ``R^{d_y}``."""
+        out: Array = self.P @ x + self.K_mean @ self.y_star(x)
         return out
 
     def known_solution(self) -> Mapping[str, Any]:
@@ -212,7 +226,9 @@ class SaddleQuadratic:
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
         x = outputs["x"]
         y = outputs.get("y", self.y0)
-        return {"fun": float(monitor.minimax(x, y).mean()), "grad_g_norm": float(np.linalg.norm(self.grad_g(x)))}
+        # fun is F(x, y) at the run's own y (it can lie below the primal value g(x) = max_y F(x, y))
+        return {"fun": float(monitor.minimax(x, y).mean()), "primal": self.g(x),
+                "grad_g_norm": float(np.linalg.norm(self.grad_g(x)))}
 
 
 @dataclass(frozen=True, eq=False)
