@@ -605,3 +605,17 @@ def test_mu_reaches_a_given_estimator_but_q_is_refused(name: str) -> None:
 
     res = minimize(prob, name, estimator=Recording(q=3, mu=1e-3), mu=2.5e-4, rng=0, max_iter=3, M1=8, M2=8, M3=8)
     assert res.nit == 3 and seen and all(v == 2.5e-4 for v in seen)  # the solver's mu is the radius used
+
+
+def test_weighted_terms_equal_the_stacked_product_bit_for_bit() -> None:
+    from zoframe_constrained.solvers import _weighted_terms
+
+    rng = np.random.default_rng(2)
+    for k, b1, b2 in [(1, 5, 7), (11, 128, 128), (3, 1, 300)]:
+        loss = rng.standard_normal((k, b1)) * 10.0 ** rng.integers(-100, 100, (k, b1))
+        f = rng.standard_normal((k, b2)) * 10.0 ** rng.integers(-150, 150, (k, b2))
+        weights = rng.uniform(0.0, 3.0, b1 + b2)
+        f0 = f.copy()
+        ref = np.hstack([loss, np.maximum(f, 0.0) ** 2]) * weights
+        assert np.array_equal(_weighted_terms(loss, f, weights), ref)
+        assert np.array_equal(f, f0)

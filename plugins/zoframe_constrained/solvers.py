@@ -114,6 +114,22 @@ def _diverged(w: Array, solver: _PenaltyMinimax, t: int) -> Array:
     return w
 
 
+def _weighted_terms(loss: Array, f: Array, weights: Array) -> Array:
+    """``[loss, max(f, 0)^2] * weights`` (rows: points; columns: ``M1`` then ``M2``), written into one array.
+
+    Element for element the same operations as ``np.hstack([loss, np.maximum(f, 0) ** 2]) * weights``
+    (``x ** 2`` is ``x * x`` in numpy), without the three temporaries.
+    """
+    k, b1 = loss.shape
+    out = np.empty((k, b1 + f.shape[1]))
+    np.multiply(loss, weights[:b1], out=out[:, :b1])
+    phi = out[:, b1:]
+    np.maximum(f, 0.0, out=phi)
+    np.multiply(phi, phi, out=phi)
+    np.multiply(phi, weights[b1:], out=phi)
+    return out
+
+
 def _norm(v: Array) -> float:
     """Euclidean norm (einsum: cheaper than np.linalg.norm, and no BLAS threads for a 1-D product)."""
     return math.sqrt(float(np.einsum("i,i->", v, v)))
@@ -342,9 +358,7 @@ class _PenaltyMinimax(SolverBase):
                 X = box.project(X)  # every evaluated point inside the bounds
             loss = oracle.objective(X, M1)
             f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
-            phi = np.maximum(f, 0.0) ** 2
-            out: Array = np.hstack([loss, phi]) * weights
-            return out
+            return _weighted_terms(loss, f, weights)
 
         est = self.estimator_for(oracle).estimate(lagrangian_terms, w, rng, mu=self.mu if mu is None else mu)
         if est.values is None:  # an estimator without a base row (central differences)
@@ -366,7 +380,7 @@ class _PenaltyMinimax(SolverBase):
         weights = self._weights(M1.shape[0], M2.shape[0], beta) if p_weights is None else self._p_weights(M1.shape[0], p_weights, beta)
         loss = oracle.objective(w, M1, purpose="line search")
         f = _finite(oracle.constraints(w, M2, purpose="line search"), oracle, "at a trial point")
-        vals = np.hstack([loss, np.maximum(f, 0.0) ** 2]) * weights
+        vals = _weighted_terms(loss, f, weights)
         return float(vals.mean()), f[0]
 
     @functools.lru_cache(maxsize=4)  # noqa: B019 - a handful of frozen solvers, small arrays
