@@ -20,7 +20,7 @@ from zoframe import (
     UnknownNameError,
 )
 from zoframe.oracle import CountingOracle
-from zoframe.testing.problems import SmokeFiniteSum, SmokeMinimax
+from zoframe.testing.problems import SmokeFiniteSum, SmokeMinimax, smoke_problem
 
 
 def ls_problem() -> zoframe.FiniteSum:
@@ -65,17 +65,23 @@ def test_refuses_to_run_unbounded() -> None:
         zoframe.minimize(ls_problem(), "zo-sgd")
 
 
-class FreeSmoke(SmokeFiniteSum):
-    """The smoke problem declaring its measures free (as registered white-box benchmarks do)."""
-
-    monitor_free = True
-
-
 def test_max_calls_is_exact() -> None:
-    res = zoframe.minimize(FreeSmoke(n=50), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
+    res = zoframe.minimize(SmokeFiniteSum(n=50), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
     assert res.status is Status.BUDGET and not res.success and "max_calls=1000" in res.message
     assert res.nfev == 990 and res.nit == 9  # the 10th estimate (110 calls) would exceed 1000
     assert res.nfev_by_purpose["monitor"] == 2 * 50  # first and last record, not charged
+
+
+def test_smoke_problems_are_monitor_free_and_their_measures_cost_no_budget() -> None:
+    """The smoke problems are white-box formulas: a call budget goes to the solver whole."""
+    for kind in ("finite_sum", "constrained", "minimax", "composite"):
+        assert smoke_problem(kind).monitor_free is True, kind
+    # the same white-box functions wrapped as a user's black box pay their records from max_calls
+    smoke = SmokeFiniteSum(n=50)
+    black = zoframe.FiniteSum(lambda X, idx: smoke.components(X, idx), n=50, x0=smoke.x0)
+    kw = {"rng": 0, "max_calls": 1000, "max_iter": 10**6, "batch": 10, "q": 10}
+    free, paid = zoframe.minimize(smoke, "zo-sgd", **kw), zoframe.minimize(black, "zo-sgd", **kw)
+    assert free.nfev == 990 and paid.nfev + paid.nfev_by_purpose["monitor"] <= 1000 and paid.nfev < free.nfev
 
 
 def test_monitoring_a_black_box_is_paid_from_max_calls() -> None:
@@ -260,7 +266,7 @@ def test_progress_bar_does_not_break_a_run() -> None:
 
 
 def test_budget_exhausted_during_init_reports_the_start() -> None:
-    res = zoframe.minimize(FreeSmoke(), "zo-sgd", rng=0, max_calls=5, max_iter=10)
+    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=0, max_calls=5, max_iter=10)
     assert res.status is Status.BUDGET and res.nit == 0 and np.array_equal(res.x, np.zeros(4))
     assert math.isfinite(res.fun)
 

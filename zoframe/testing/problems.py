@@ -4,6 +4,11 @@ The contract kit runs each solver on the problems of the kinds it declares. ``me
 quantity whose decrease shows progress: the objective (finite sum), objective plus ten times the
 maximal violation (constrained), ``||grad g(x)||`` (minimax) and ``f(x) + psi(x)`` at the consensus
 point (composite). ``merit_opt`` is its value at the solution.
+
+Every smoke problem is a cheap white-box formula and declares ``monitor_free = True``: the
+evaluations of its measures (the trace) are counted under the purpose ``"monitor"`` but not paid
+from ``max_calls`` (see :mod:`zoframe.observers.trace`), so a contract run with a call budget gives
+the solver all of it. A user's black box (no ``monitor_free``) pays its measures from ``max_calls``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ def _ro(a: Array) -> Array:
 class SmokeFiniteSum:
     """``(1/n) sum_i 0.5 ||D^(1/2) (x - c_i)||^2``: minimiser ``mean(c_i)``."""
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "finite_sum"
     dim: int = 4
     n: int = 8
@@ -73,6 +79,7 @@ class SmokeConstrained:
     ``x_k <= 10``-type bounds. White box, convex, linear (``HasLinearConstraints``).
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "constrained"
     dim: int = 4
     n: int = 8
@@ -143,6 +150,7 @@ class SmokeMinimax:
     ``y*(x) = mean(K_i)^T x``; ``g(x) = 0.5 x^T (P + K K^T) x``; ``grad g(x) = (P + K K^T) x``.
     """
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "minimax"
     dim: int = 3
     dim_y: int = 2
@@ -190,6 +198,7 @@ class SmokeMinimax:
 class SmokeComposite(HalfSquaredResiduals):
     """Lasso in ADMM form: ``(1/n) sum_i 0.5 (a_i^T x - b_i)^2 + w ||y||_1`` s.t. ``x - y = 0``."""
 
+    monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
     kind: ClassVar[str] = "composite"
     dim: int = 4
     n: int = 16
