@@ -179,3 +179,13 @@ def test_merge_equals_np_insert_bit_for_bit() -> None:
         assert union.dtype == np.intp and np.all(np.diff(union) > 0)
         assert np.array_equal(fa, np.insert(a0, where, 0.25)) and np.array_equal(fb, np.insert(b0, where, -1.5))
         assert np.array_equal(a, a0) and np.array_equal(b, b0)  # inputs untouched
+
+
+def test_projection_in_place_gives_the_same_values() -> None:
+    rng = np.random.default_rng(5)
+    for scale in (1e-3, 1.0, 1e3, 2.0**60):
+        v = rng.standard_normal(500) * scale
+        ref = project_simplex_dense(v)
+        w = v.copy()
+        out = project_simplex_dense(w, overwrite=True)
+        assert out is w and np.array_equal(out, ref)

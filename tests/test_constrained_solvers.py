@@ -619,3 +619,18 @@ def test_weighted_terms_equal_the_stacked_product_bit_for_bit() -> None:
         ref = np.hstack([loss, np.maximum(f, 0.0) ** 2]) * weights
         assert np.array_equal(_weighted_terms(loss, f, weights), ref)
         assert np.array_equal(f, f0)
+
+
+@pytest.mark.parametrize("solver", [DSZOG, ADSZOG])
+def test_p_star_equals_the_projected_expression_bit_for_bit(solver: type) -> None:
+    prob, _, _ = convex_problem()
+    oracle = CountingOracle(prob)
+    s = solver(beta=3.0, lam=1e-4)
+    w = np.full(5, 0.4)
+    f = oracle.constraints(w, None)[0]
+    p, c0 = s._p_star(oracle, w)
+    from zoframe_constrained.simplex import project_simplex_dense
+
+    assert np.array_equal(p, project_simplex_dense(3.0 * np.maximum(f, 0.0) ** 2 / 1e-4))
+    assert c0 == float(np.max(np.abs(f)))
+

@@ -122,14 +122,20 @@ def simplex_threshold(values: Array, counts: Array | None = None) -> float:
     return tau
 
 
-def project_simplex_dense(v: Array) -> Array:
-    """Euclidean projection of the vector ``v`` onto the simplex (a new array, subnormals flushed)."""
+def project_simplex_dense(v: Array, *, overwrite: bool = False) -> Array:
+    """Euclidean projection of the vector ``v`` onto the simplex (subnormals flushed).
+
+    A new array, or with ``overwrite=True`` ``v`` itself (a float64 array the caller owns; no second
+    ``m``-vector), with the same values.
+    """
     tau = simplex_threshold(v)
     if abs(tau) > _HUGE:  # only for |v| ~ 2**52 (a diverged run): rounding would eat the unit mass
-        out = np.zeros_like(v)
-        out[np.argmax(v)] = 1.0
+        top = int(np.argmax(v))
+        out = v if overwrite else np.zeros_like(v)
+        out[:] = 0.0
+        out[top] = 1.0
         return out
-    out = v - tau
+    out = np.subtract(v, tau, out=v) if overwrite else v - tau
     out[out < FLUSH] = 0.0
     return out
 

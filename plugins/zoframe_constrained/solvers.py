@@ -413,10 +413,21 @@ class _PenaltyMinimax(SolverBase):
         return self._p_star(oracle, w, beta)[0]
 
     def _p_star(self, oracle: CountingOracle, w: Array, beta: float | None = None) -> tuple[Array, float]:
-        """``(p*(w), max_j |f_j(w)|)``."""
+        """``(p*(w), max_j |f_j(w)|)``.
+
+        One dense ``m``-vector besides the constraint values, and only that one once they are read:
+        ``beta max(f, 0)^2 / lambda`` is built in place (the same operations in the same order as the
+        expression) and projected in place.
+        """
         b = self.beta if beta is None else beta
         f = _finite(oracle.constraints(w, None, purpose="init")[0], oracle, "at the starting point")
-        return project_simplex_dense(b * np.maximum(f, 0.0) ** 2 / self.lam), float(np.max(np.abs(f)))
+        c0 = max(float(f.max()), -float(f.min()))  # max_j |f_j|, without an |f| temporary
+        v = np.maximum(f, 0.0)
+        del f  # the constraint values are no longer needed: at most two m-vectors at once
+        np.multiply(v, v, out=v)  # ** 2
+        np.multiply(b, v, out=v)
+        np.divide(v, self.lam, out=v)
+        return project_simplex_dense(v, overwrite=True), c0
 
     def first_beta(self, oracle: CountingOracle, w: Array, c0: float, rng: np.random.Generator) -> float:
         """``steps="auto"``: the starting penalty ``beta |f0(w)| / max_j f_j(w)^2`` (clipped to ``beta * 10^[-6, 6]``),
