@@ -634,3 +634,18 @@ def test_p_star_equals_the_projected_expression_bit_for_bit(solver: type) -> Non
     assert np.array_equal(p, project_simplex_dense(3.0 * np.maximum(f, 0.0) ** 2 / 1e-4))
     assert c0 == float(np.max(np.abs(f)))
 
+
+@pytest.mark.parametrize("solver", [DSZOG, ADSZOG])
+def test_outputs_give_the_sparse_form_of_p_above_the_dense_limit(solver: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zoframe_constrained import solvers as solvers_mod
+    from zoframe_constrained.simplex import densify
+
+    prob, _, _ = convex_problem()
+    dense = minimize(prob, solver.__name__.lower(), rng=1, max_iter=20, M1=8, M2=8, M3=8, p_form="sparse")
+    monkeypatch.setattr(solvers_mod, "DENSE_P_MAX", 299)  # m = 300 counts as huge
+    sparse = minimize(prob, solver.__name__.lower(), rng=1, max_iter=20, M1=8, M2=8, M3=8, p_form="sparse")
+    assert "p" in dense.outputs and "p" not in sparse.outputs
+    out = sparse.outputs
+    assert out["p_support"].shape == out["p_values"].shape and out["p_support"].shape[0] < 300
+    assert np.array_equal(densify(out["p_support"], out["p_values"], float(out["p_floor"]), 300), dense.outputs["p"])
+    assert np.array_equal(sparse.x, dense.x)

@@ -56,13 +56,16 @@ from zoframe_constrained.simplex import (
     sparsify,
 )
 
-__all__ = ["ADSZOG", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState", "least_distance_step"]
+__all__ = ["ADSZOG", "DENSE_P_MAX", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState", "least_distance_step"]
 
 #: ADSZOG flushes tiny entries of p and z_p every this many steps
 _FLUSH_EVERY = 16
 
 #: ``p_form="auto"`` uses the sparse floor + support form of p from this many constraints on
 SPARSE_AUTO_M = 10_000
+
+#: ``outputs()`` gives the dense ``p`` up to this many constraints, the floor + support form above it
+DENSE_P_MAX = 10**7
 
 PForm = Literal["auto", "dense", "sparse"]
 StepMode = Literal["auto", "paper"]
@@ -128,6 +131,22 @@ def _weighted_terms(loss: Array, f: Array, weights: Array) -> Array:
     np.multiply(phi, phi, out=phi)
     np.multiply(phi, weights[b1:], out=phi)
     return out
+
+
+def _p_outputs(p: Array, support: IntArray | None, floor: float, m: int) -> dict[str, Array]:
+    """The distribution ``p`` for ``Result.outputs``.
+
+    Up to :data:`DENSE_P_MAX` constraints (or when ``p`` is stored dense): ``{"p": p}``, the dense
+    ``m``-vector. Above it, a sparse ``p`` is not densified (``10^8`` constraints would take 800 MB):
+    ``{"p_support": S, "p_values": p_S, "p_floor": floor}`` with ``p_j = p_values[k]`` for
+    ``j = p_support[k]`` and ``p_j = floor`` (a 0-d array) for every other ``j``;
+    :func:`zoframe_constrained.simplex.densify` rebuilds the vector.
+    """
+    if support is None:
+        return {"p": p}
+    if m <= DENSE_P_MAX:
+        return {"p": densify(support, p, floor, m)}
+    return {"p_support": support, "p_values": p, "p_floor": np.array(floor)}
 
 
 def _norm(v: Array) -> float:
@@ -1039,8 +1058,9 @@ class DSZOG(_PenaltyMinimax):
         return state.p if state.p_support is None else densify(state.p_support, state.p, state.p_floor, state.m)
 
     def outputs(self, state: DSZOGState) -> dict[str, Array]:
-        p = state.p if state.p_support is None else densify(state.p_support, state.p, state.p_floor, state.m)
-        return {"x": state.x, "p": p, **self._restoration_outputs(state)}
+        """``x``, ``p`` (see :func:`_p_outputs`: the sparse form above :data:`DENSE_P_MAX` constraints)
+        and the restoration's figures."""
+        return {"x": state.x, **_p_outputs(state.p, state.p_support, state.p_floor, state.m), **self._restoration_outputs(state)}
 
 
 # ====================================================================== ADSZOG
@@ -1223,4 +1243,6 @@ class ADSZOG(_PenaltyMinimax):
         return min(FLUSH / decay, 1e-200) if decay > 0 else 1e-200
 
     def outputs(self, state: ADSZOGState) -> dict[str, Array]:
-        return {"x": state.x, "p": state.pz().dense_p(), **self._restoration_outputs(state)}
+        """``x``, ``p`` (see :func:`_p_outputs`: the sparse form above :data:`DENSE_P_MAX` constraints)
+        and the restoration's figures."""
+        return {"x": state.x, **_p_outputs(state.p, state.p_support, state.p_floor, state.m), **self._restoration_outputs(state)}
