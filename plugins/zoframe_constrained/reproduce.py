@@ -30,6 +30,9 @@ What it does, per table:
 Data: pairwise uses the LIBSVM files ``a9a``, ``w8a``, ``svmguide3`` (found through ``ZOFRAME_DATA``
 or the cache, ``zoframe data fetch NAME``) and the synthetic ``gen``; fairness D1-D4 are synthetic
 (no download). Timings on a loaded machine are noisy: ``--jobs N`` runs N runs at once.
+
+``OUT`` is ``--out``, by default ``zoframe-out/dszog-reproduction`` (``$ZOFRAME_OUT/dszog-reproduction``
+when ``ZOFRAME_OUT`` is set); the command prints every file it wrote.
 """
 
 from __future__ import annotations
@@ -533,7 +536,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="hyper-parameter grids on the validation split (paper; --quick: quick)")
     parser.add_argument("--select-feasible", type=float, default=None, metavar="TOL",
                         help="select only among grid points whose run ends with max violation <= TOL (paper: no such rule)")
-    parser.add_argument("--out", default="zoframe-reproduce/dszog", help="output directory (a sub-directory per table)")
+    parser.add_argument("--out", default=None,
+                        help="output directory, a sub-directory per table (default: zoframe-out/dszog-reproduction, "
+                             "or $ZOFRAME_OUT/dszog-reproduction)")  # fmt: skip
     parser.add_argument("--datasets", default=None, help="comma-separated subset of the table's data sets")
     parser.add_argument("--methods", default=None, help="comma-separated subset of the methods")
     parser.add_argument("--studies", default=None, help="sensitivity only: e.g. table6,table11")
@@ -590,10 +595,22 @@ def _executor(jobs: int) -> Iterator[Executor | None]:
         yield pool
 
 
+#: the files ``run`` writes into the table's directory
+WRITTEN = ("config.json", "hparams.json", "runs.jsonl", "runs.csv", "summary.csv", "summary.json", "figure.png")
+
+
+def output_dir(out: str | None) -> Path:
+    """The root of the outputs: ``--out`` as given, else ``dszog-reproduction`` under the project's output
+    directory (``zoframe-out/`` or ``$ZOFRAME_OUT``, :func:`zoframe._paths.default_output_dir`)."""
+    from zoframe._paths import default_output_dir
+
+    return Path(out) if out is not None else default_output_dir() / "dszog-reproduction"
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``zoframe reproduce dszog``."""
     ns = _normalise(args)
-    out = Path(ns.out) / (ns.table if ns.c_rel is None else f"{ns.table}-crel{ns.c_rel:g}")
+    out = output_dir(ns.out) / (ns.table if ns.c_rel is None else f"{ns.table}-crel{ns.c_rel:g}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({k: v for k, v in vars(ns).items() if not k.startswith("_") and not callable(v)}, indent=2, default=str))
     t0 = time.perf_counter()
@@ -607,7 +624,9 @@ def run(args: argparse.Namespace) -> int:
     print(format_table(ns.table, summary))
     failed = sum(r["failed"] for r in summary)
     print(f"\n{len(jobs)} runs ({failed} failed) in {time.perf_counter() - t0:.1f} s; hyper-parameters: {out / 'hparams.json'}")
-    print(f"wrote {out / 'summary.csv'}, {out / 'summary.json'}, {out / 'runs.csv'}, {out / 'runs.jsonl'}, {out / 'figure.png'}")
+    print("wrote:")
+    for name in WRITTEN:
+        print(f"  {out / name}")
     if os.environ.get("ZOFRAME_DATA") is None and ns.table == "pairwise":
         print("(LIBSVM files are looked up in ZOFRAME_DATA or the user cache; `zoframe data fetch NAME` downloads them)", file=sys.stderr)
     return 0 if failed == 0 else 1
