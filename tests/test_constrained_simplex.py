@@ -189,3 +189,37 @@ def test_projection_in_place_gives_the_same_values() -> None:
         w = v.copy()
         out = project_simplex_dense(w, overwrite=True)
         assert out is w and np.array_equal(out, ref)
+
+
+def _sample_sparse_reference(support: np.ndarray, values: np.ndarray, floor: float, m: int, u: np.ndarray) -> np.ndarray:
+    """The plain formula of :func:`sample_sparse` (every array computed, no shortcut)."""
+    r = values - floor
+    cum_r = np.cumsum(r)
+    t = u * (floor * m + float(cum_r[-1]))
+    start = floor * support + (cum_r - r)
+    end = start + values
+    k = np.searchsorted(start, t, side="right") - 1
+    kk = np.maximum(k, 0)
+    if floor > 0.0:
+        nxt = np.append(support, m)
+        before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
+        gap = support[kk] + 1 + np.clip(np.floor((t - end[kk]) / floor), 0.0, float(m)).astype(np.intp)
+        gap = np.minimum(gap, nxt[kk + 1] - 1)
+        out = np.where(k < 0, before, np.where(t < end[kk], support[kk], gap))
+    else:
+        out = support[kk]
+    return np.clip(out, 0, m - 1).astype(np.intp)
+
+
+def test_sparse_sampling_equals_the_plain_formula() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        m = int(rng.integers(2, 5000))
+        support = np.sort(rng.choice(m, size=int(rng.integers(1, min(m, 60) + 1)), replace=False)).astype(np.intp)
+        values = rng.exponential(size=support.shape[0])
+        floor = 0.0 if rng.random() < 0.5 else float(rng.uniform(0.0, values.min()))
+        total = floor * (m - support.shape[0]) + values.sum()
+        values, floor = values / total, floor / total
+        u = rng.random(128)
+        got = sample_sparse(support, values, floor, m, u)
+        assert got.dtype == np.intp and np.array_equal(got, _sample_sparse_reference(support, values, floor, m, u))

@@ -265,20 +265,23 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     if support.shape[0] == 0:
         out0: IntArray = np.minimum(t / floor, m - 1.0).astype(np.intp)
         return out0
+    if not floor > 0.0:  # floor 0, all the mass on S: the k-th entry holds [cum_r - r, cum_r) (0 * S adds nothing)
+        before_k = cum_r - r
+        kz = np.maximum(np.searchsorted(before_k, t, side="right") - 1, 0)
+        res0: IntArray = support[kz]  # valid indices already: no clipping needed
+        return res0
     start = floor * support + (cum_r - r)  # mass of the indices before S_k
     end = start + values
     k = np.searchsorted(start, t, side="right") - 1
     kk = np.maximum(k, 0)
-    if floor > 0.0:  # clip in floating point before the cast (t / floor may overflow for a tiny floor)
-        nxt = np.append(support, m)  # first index of the next support entry (or m)
-        before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
-        sk = support[kk]
-        gap = sk + 1 + np.minimum(np.maximum(np.floor((t - end[kk]) / floor), 0.0), float(m)).astype(np.intp)
-        gap = np.minimum(gap, nxt[kk + 1] - 1)
-        inside = t < end[kk]
-        out = np.where(k < 0, before, np.where(inside, sk, gap))
-    else:
-        out = support[kk]
+    # clip in floating point before the cast (t / floor may overflow for a tiny floor)
+    nxt = np.append(support, m)  # first index of the next support entry (or m)
+    before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
+    sk = support[kk]
+    ek = end[kk]
+    gap = sk + 1 + np.minimum(np.maximum(np.floor((t - ek) / floor), 0.0), float(m)).astype(np.intp)
+    gap = np.minimum(gap, nxt[kk + 1] - 1)
+    out = np.where(k < 0, before, np.where(t < ek, sk, gap))
     res: IntArray = np.minimum(np.maximum(out, 0), m - 1).astype(np.intp, copy=False)
     return res
 
