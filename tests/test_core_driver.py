@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -79,7 +79,7 @@ def test_smoke_problems_are_monitor_free_and_their_measures_cost_no_budget() -> 
     # the same white-box functions wrapped as a user's black box pay their records from max_calls
     smoke = SmokeFiniteSum(n=50)
     black = zoframe.FiniteSum(lambda X, idx: smoke.components(X, idx), n=50, x0=smoke.x0)
-    kw = {"rng": 0, "max_calls": 1000, "max_iter": 10**6, "batch": 10, "q": 10}
+    kw: dict[str, Any] = {"rng": 0, "max_calls": 1000, "max_iter": 10**6, "batch": 10, "q": 10}
     free, paid = zoframe.minimize(smoke, "zo-sgd", **kw), zoframe.minimize(black, "zo-sgd", **kw)
     assert free.nfev == 990 and paid.nfev + paid.nfev_by_purpose["monitor"] <= 1000 and paid.nfev < free.nfev
 
@@ -161,7 +161,7 @@ class _RandomWalk:
     sigma: float = 0.5
 
     def init(self, oracle: CountingOracle, x0: np.ndarray, rng: np.random.Generator) -> _WalkState:
-        return _WalkState(x0.copy(), float(oracle.objective(x0[None, :]).mean()))
+        return _WalkState(np.array(x0, dtype=np.float64, copy=True), float(oracle.objective(x0[None, :]).mean()))
 
     def step(self, oracle: CountingOracle, state: _WalkState, rng: np.random.Generator) -> _WalkState:
         y = state.x + self.sigma * rng.standard_normal(state.x.shape)

@@ -332,7 +332,8 @@ class _RecordingEstimator:
 def test_direction_counts_are_refused_with_an_estimator_but_radii_reach_it(name: str) -> None:
     """q1/q2 only size the default estimators: refused with estimator=; mu1/mu2 reach any estimator."""
     problem = NCSC(d1=4, d2=3, kappa=10, seed=0)
-    for bad in ({"q1": 5}, {"q2": 5}, {"q1": 5, "q2": 6}):
+    bads: list[dict[str, Any]] = [{"q1": 5}, {"q2": 5}, {"q1": 5, "q2": 6}]
+    for bad in bads:
         with pytest.raises(InvalidInputError, match=r"only configure.*default estimator.*estimator_params"):
             minimize(problem, name, estimator="gaussian", rng=0, max_iter=2, **bad)
     est = _RecordingEstimator()
