@@ -159,8 +159,9 @@ def _merge(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tup
     ``O(|support| + |idx| log |support|)`` with ``searchsorted`` and one scatter per array (no hashing,
     no sort of the support). The ``k`` new entries, inserted before the old positions ``where``
     (sorted), land at ``where + arange(k)`` of the result; the old entries fill the other slots in
-    order. Same result as ``np.insert`` at ``where``, about 3x cheaper (``np.insert`` sorts its
-    positions and builds its masks for every array anew).
+    order. Same result as ``np.insert`` at ``where``, 1.8-2.5x cheaper (128 new indices, two filled
+    arrays, a support of 3000 / 50 entries: 27 -> 15 us / 22 -> 9 us, numpy 2.4; ``np.insert`` sorts
+    its positions and builds its masks for every array anew).
     """
     n = support.shape[0]
     pos = np.searchsorted(support, idx)
