@@ -280,7 +280,7 @@ heavy = ["zoframe_basic.solvers", "zoframe_basic.problems", "zoframe_admm.solver
          "zoframe_constrained.baselines", "zoframe_constrained.reproduce", "zoframe_datasets.cli", "zoframe_verify.cli",
          "zoframe_peers.solvers", "cma", "nevergrad",
          "zoframe_verify.checks", "zoframe_verify.rates", "zoframe_verify.reference", "zoframe_verify.study",
-         "zoframe_verify.verify", "zoframe_verify.problems",
+         "zoframe_verify.verify", "zoframe_verify.problems", "zoframe_constrained.solvers", "zoframe_constrained.problems",
          "zoframe_datasets.catalog", "zoframe_datasets.libsvm", "zoframe_datasets.paths", "zoframe_datasets.sampling",
          "zoframe_datasets.fetch"]
 before = [m for m in heavy if m in sys.modules]
@@ -324,3 +324,13 @@ def test_lazy_specs_report_their_reference_without_importing() -> None:
     assert not is_loaded(spec, "cls") and reference(spec, "cls") == "zoframe_basic.solvers:ZOSignSGD"
     assert spec.cls.__name__ == "ZOSignSGD" and is_loaded(spec, "cls")
     assert reference(spec, "cls") == "zoframe_basic.solvers:ZOSignSGD"
+
+
+def test_the_constrained_package_exports_every_public_name_on_first_use() -> None:
+    """``zoframe_constrained`` imports its solvers (and scipy.optimize) only when a public name is used."""
+    mod = importlib.import_module("zoframe_constrained")
+    for name in mod.__all__:
+        value = getattr(mod, name)
+        assert value.__module__ in ("zoframe_constrained.solvers", "zoframe_constrained.problems"), (name, value)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = mod.no_such_name

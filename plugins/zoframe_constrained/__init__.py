@@ -10,8 +10,34 @@ feasibility-restoration phase; problems ``pairwise``, ``gen`` and ``fairness``
 
 from __future__ import annotations
 
-from zoframe_constrained.problems import FairnessProblem, PairwiseProblem, fairness, gen, pairwise
-from zoframe_constrained.solvers import ADSZOG, DSZOG, ADSZOGState, DSZOGState
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from zoframe_constrained.problems import FairnessProblem, PairwiseProblem, fairness, gen, pairwise
+    from zoframe_constrained.solvers import ADSZOG, DSZOG, ADSZOGState, DSZOGState
+
+#: public name -> the submodule that defines it (imported on first access: the solvers pull in
+#: scipy.optimize, about 0.3 s, which loading the hook module for ``zoframe list`` must not pay)
+_SOURCES: dict[str, str] = {
+    **dict.fromkeys(("FairnessProblem", "PairwiseProblem", "fairness", "gen", "pairwise"), "problems"),
+    **dict.fromkeys(("ADSZOG", "DSZOG", "ADSZOGState", "DSZOGState"), "solvers"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its submodule on first access, then keep it in the package."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ADSZOG",
