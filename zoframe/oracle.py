@@ -28,8 +28,9 @@
   rounding depends on the number of rows. A batch of at most ``block_rows`` rows is one call.
 
 Monitoring evaluations made by the driver (the objective recorded in the trace) go through
-:attr:`CountingOracle.monitor`: they are counted under the purpose ``"monitor"`` and do not
-consume the solver's budget.
+:attr:`CountingOracle.monitor`: they are counted under the purpose ``"monitor"``, apart from the
+solver's calls. The oracle itself never charges them to ``max_calls``; the run loop does, for every
+problem that does not declare ``monitor_free = True`` (see :mod:`zoframe.observers.trace`).
 """
 
 from __future__ import annotations
@@ -593,7 +594,11 @@ class CountingOracle:
 
 
 class MonitorOracle:
-    """Evaluations for measures and traces: counted under ``"monitor"``, outside the budget."""
+    """Evaluations for measures and traces, counted under ``"monitor"``.
+
+    They are not charged to the oracle's ``max_calls``; the run loop pays them from the run's budget
+    unless the problem is ``monitor_free`` (:class:`zoframe.observers.trace.MonitorBudget`).
+    """
 
     def __init__(self, parent: CountingOracle) -> None:
         self._p = parent

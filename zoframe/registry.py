@@ -399,7 +399,7 @@ class Registry:
                         problems[f"{kind} {provided.qualified_name}: {fname}"] = str(exc)
         return problems
 
-    def make_problem(self, name: str, **kwargs: Any) -> Any:
+    def make_problem(self, name: str, /, **kwargs: Any) -> Any:
         """Build a registered problem by name."""
         return self.problem(name).factory(**kwargs)
 
