@@ -16,10 +16,11 @@ The public names are imported on first access (module ``__getattr__``), so impor
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from zoframe._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from zoframe_verify.checks import (
@@ -54,18 +55,7 @@ _SOURCES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its submodule on first access, then keep it in the package."""
-    source = _SOURCES.get(name)
-    if source is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _SOURCES)
 
 
 class _Package(types.ModuleType):
