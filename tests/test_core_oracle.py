@@ -249,3 +249,21 @@ def test_a_run_with_mu_1e_300_warns_instead_of_silently_standing_still() -> None
     with pytest.warns(EstimatorUnderflowWarning, match="x \\+ mu\\*u == x"):
         res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=5, mu=1e-300)
     assert np.array_equal(res.x, prob.x0)
+
+
+@pytest.mark.parametrize("block_rows", [256, 5])
+def test_user_calls_counts_the_calls_the_users_function_saw(block_rows: int) -> None:
+    """``Result.user_calls`` is the number of calls of the user's function (blocks, monitor included),
+    while ``nfev`` (plus the monitor's evaluations) counts point-component pairs."""
+    seen: list[tuple[int, int]] = []
+
+    def f(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        seen.append((X.shape[0], idx.shape[0]))
+        out: np.ndarray = (X.sum(axis=1)[:, None] - idx[None, :]) ** 2
+        return out
+
+    prob = zoframe.FiniteSum(f, n=7, x0=np.zeros(3))
+    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=6, q=20, batch=3, eta=0.01, block_rows=block_rows)
+    assert res.user_calls == len(seen) > 0
+    assert res.nfev + res.nfev_by_purpose.get("monitor", 0) == sum(k * b for k, b in seen)
+    assert max(k for k, _ in seen) == min(block_rows, 21)  # 21 points per estimate, in blocks

@@ -260,6 +260,9 @@ class CountingOracle:
         self._chunks = chunks
         self.block_rows = int(block_rows)
         self.calls = 0
+        #: calls of the problem's functions (one per block of at most ``block_rows`` points, one per
+        #: gradient call), budgeted and monitoring together: what the user's code saw
+        self.user_calls = 0
         self.calls_by_kind: Counter[str] = Counter()
         self.calls_by_purpose: Counter[str] = Counter()
         self.seconds = 0.0
@@ -377,6 +380,7 @@ class CountingOracle:
         ys = _as_points(y, self.dim_y, "minimax_gradients y")[0]
         ids = self._indices(idx, self.n, "sample")
         self._charge(len(ids), "gradient", purpose, True)
+        self.user_calls += 1
         t0 = time.perf_counter()
         pair = self._problem.minimax_gradients(xs, ys, ids)
         self.seconds += time.perf_counter() - t0
@@ -445,6 +449,7 @@ class CountingOracle:
         self, fn: Callable[[IntArray], Any], ids: IntArray, shape: tuple[int, int], purpose: str, name: str
     ) -> Array:
         self._charge(len(ids), "gradient", purpose, True)
+        self.user_calls += 1
         t0 = time.perf_counter()
         try:
             out = as_values(fn(ids), shape[0], shape[1], f"the gradient function {name}")
@@ -515,8 +520,9 @@ class CountingOracle:
     ) -> Array:
         k, b = arrays[0].shape[0], ids.shape[0]
         self._charge(k * b, kind, purpose, budgeted)
-        t0 = time.perf_counter()
         B = self.block_rows
+        self.user_calls += -(-k // B)  # one call per block of at most B rows
+        t0 = time.perf_counter()
         if k <= B:  # one block: one call (the hot path)
             try:
                 out = as_values(fn(*arrays, ids), k, b, self._function_name(fn, kind))
@@ -582,6 +588,7 @@ class CountingOracle:
         """Counters as plain data (for results and checkpoints)."""
         return {
             "calls": self.calls,
+            "user_calls": self.user_calls,
             "calls_by_kind": dict(self.calls_by_kind),
             "calls_by_purpose": dict(self.calls_by_purpose),
         }
@@ -589,6 +596,7 @@ class CountingOracle:
     def restore(self, counters: Mapping[str, Any]) -> None:
         """Restore counters saved by :meth:`snapshot` (checkpoint resume)."""
         self.calls = int(counters["calls"])
+        self.user_calls = int(counters.get("user_calls", 0))  # absent from checkpoints of older versions
         self.calls_by_kind = Counter({str(k): int(v) for k, v in counters["calls_by_kind"].items()})
         self.calls_by_purpose = Counter({str(k): int(v) for k, v in counters["calls_by_purpose"].items()})
 

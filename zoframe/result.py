@@ -139,7 +139,7 @@ class Result:
         notices about the run, e.g. defaults the solver adapted to the problem.
     user_calls:
         calls of the problem's functions (one call evaluates a whole block of points and
-        components), budgeted and monitoring together; ``None`` when the oracle did not count them.
+        components), budgeted and monitoring together; ``None`` in results saved by older versions.
     outputs:
         everything the solver reports about its final iterate (``x`` and e.g. ``y`` or ``p``).
     measures:

@@ -243,6 +243,7 @@ class RunLoop:
             fun=fun,
             nit=self.nit,
             nfev=self.oracle.calls,
+            user_calls=self.oracle.user_calls,
             status=status,
             success=success,
             message=message,
