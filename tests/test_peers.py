@@ -176,3 +176,23 @@ def test_checkpoint_resume_replays_without_new_evaluations(tmp_path: object) -> 
         resumed = zoframe.minimize(prob, solver, max_iter=12, resume=path, record_every=0)
         assert np.array_equal(straight.x, resumed.x)
         assert straight.nfev == resumed.nfev
+
+
+def test_a_failed_ngopt_run_does_not_keep_the_interpreter_alive() -> None:
+    """nevergrad's recast optimisers run in non-daemon threads; after a failed NGOpt run (nevergrad's
+    MetaModel rejects numpy >= 2.4 for small budgets) or a finished one, the process must still exit."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, zoframe\n"
+        "p = zoframe.FiniteSum(lambda X: ((X - 1) ** 2).sum(1), x0=np.zeros(4))\n"
+        "for calls in (200, 1500):\n"
+        "    try:\n"
+        "        zoframe.minimize(p, 'ngopt', rng=0, max_calls=calls)\n"
+        "    except zoframe.driver.RunFailedError:\n"
+        "        pass\n"
+        "print('done')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("done"), proc.stderr[-2000:]

@@ -745,21 +745,27 @@ class _NGSession(_Session):
         self.opt = ng.optimizers.registry[optimizer](parametrization=param_, budget=self.budget_points, num_workers=1)
         self.chunk = solver.points_per_step if solver.points_per_step is not None else oracle.dim + 1
         self.told = 0
-        # nevergrad runs its recast optimisers (Cobyla, ...) in non-daemon threads: stop them when the
-        # run ends or is abandoned, or the interpreter would wait for them at exit
-        weakref.finalize(self, _stop_nevergrad_threads, self.opt)
+        # nevergrad runs its recast optimisers (Cobyla, Powell inside NGOpt's portfolios, ...) in
+        # non-daemon threads: stop them when the run ends or is abandoned, or the interpreter would
+        # wait for them at exit. Besides the optimisers reachable from ``opt``, every such thread
+        # started while this session advanced is remembered and stopped (NGOpt nests some deeply).
+        self.threads: set[threading.Thread] = set()
+        weakref.finalize(self, _stop_nevergrad_threads, self.opt, self.threads)
 
     def finish(self, message: str, status: Status) -> None:
         super().finish(message, status)
-        _stop_nevergrad_threads(self.opt)
+        _stop_nevergrad_threads(self.opt, self.threads)
 
     def advance(self, oracle: CountingOracle) -> None:
+        before = set(_nevergrad_threads())
         try:
             with _quiet():
                 self._advance(oracle)
         except BaseException:
-            _stop_nevergrad_threads(self.opt)
+            self.threads.update(t for t in _nevergrad_threads() if t not in before)
+            _stop_nevergrad_threads(self.opt, self.threads)
             raise
+        self.threads.update(t for t in _nevergrad_threads() if t not in before)
 
     def _advance(self, oracle: CountingOracle) -> None:
         while self.replaying:  # after a resume: the logged points first
@@ -790,18 +796,30 @@ class _NGSession(_Session):
         self.told += 1
 
 
-def _stop_nevergrad_threads(opt: Any, depth: int = 0) -> None:
-    """Ask the worker thread of every recast optimiser inside ``opt`` (NGOpt nests them) to stop."""
+def _nevergrad_threads() -> list[threading.Thread]:
+    """The live worker threads of nevergrad's recast optimisers."""
+    return [t for t in threading.enumerate() if type(t).__module__.startswith("nevergrad.") and hasattr(t, "stop")]
+
+
+def _stop_nevergrad_threads(opt: Any, threads: set[threading.Thread] | None = None, depth: int = 0) -> None:
+    """Ask the worker thread of every recast optimiser inside ``opt`` (NGOpt nests them), and each of
+    ``threads``, to stop."""
+    for thread_ in list(threads or ()):
+        if thread_.is_alive():
+            thread_.stop()  # type: ignore[attr-defined]
     if opt is None or depth > 8:
         return
     thread = getattr(opt, "_messaging_thread", None)
     if thread is not None and callable(getattr(thread, "stop", None)):
         thread.stop()
     for value in list(vars(opt).values()) if hasattr(opt, "__dict__") else ():
-        items = value if isinstance(value, (list, tuple)) else (value,)
+        if isinstance(value, dict):  # e.g. a portfolio's optimisers by name
+            items: tuple[Any, ...] = tuple(value.values())
+        else:
+            items = tuple(value) if isinstance(value, (list, tuple)) else (value,)
         for item in items:
             if type(item).__module__.startswith("nevergrad.optimization") and hasattr(item, "ask"):
-                _stop_nevergrad_threads(item, depth + 1)
+                _stop_nevergrad_threads(item, None, depth + 1)
 
 
 def _nevergrad_failure(name: str, exc: TypeError) -> ZoframeError:
