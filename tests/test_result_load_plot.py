@@ -124,3 +124,37 @@ except ImportError as exc:
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("MissingDependencyError") and "zoframe[plot]" in out and "plotting a trace" in out
+
+
+def test_result_save_is_one_unit_a_crash_between_the_renames_is_rolled_forward(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Result.save`` writes its pair through temporaries: a crash leaves the old or the new run, never a mix."""
+    import os
+
+    from zoframe import checkpoint
+
+    prob = zoframe.FiniteSum(lambda X: (X * X).sum(1), x0=np.ones(3))
+    old = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3)
+    new = zoframe.minimize(prob, "zo-sgd", rng=1, max_iter=5)
+    base = tmp_path / "run"
+    old.save(str(base))
+    real_replace = os.replace
+    calls: list[str] = []
+
+    def crash_after_first(src: object, dst: object) -> None:
+        calls.append(str(dst))
+        if len(calls) == 2:
+            raise OSError("simulated crash between the renames")
+        real_replace(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", crash_after_first)
+    with pytest.raises(OSError, match="simulated crash"):
+        new.save(str(base))
+    monkeypatch.setattr(os, "replace", real_replace)
+    with pytest.raises(zoframe.InvalidInputError, match="mixed pair"):
+        zoframe.Result.load(str(base))  # new .npz beside the old .json: refused, not mixed
+    checkpoint.settle_pair(str(base))
+    back = zoframe.Result.load(str(base))
+    assert back.nit == new.nit and np.array_equal(back.x, new.x)
+    assert not list(tmp_path.glob("*pending*")) and not list(tmp_path.glob("*.tmp*"))

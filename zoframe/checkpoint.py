@@ -19,7 +19,7 @@ versions) are removed by the next save.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 import dataclasses
 import hashlib
 import io
@@ -129,32 +129,59 @@ def save(
     extra_arrays: dict[str, np.ndarray] | None = None,
 ) -> None:
     """Write a checkpoint pair atomically as one unit (see the module docstring)."""
-    npz, js = _paths(path)
-    npz.parent.mkdir(parents=True, exist_ok=True)
-    _recover(npz, js)
     arrays, scalars = _encode_state(state)
     arrays.update(extra_arrays or {})
     cls = type(state)
-    tmp_npz, tmp_js = _pending(npz), _pending(js)
-    with open(tmp_npz, "wb") as fh:
-        np.savez(fh, **arrays)  # type: ignore[arg-type]
-        fh.flush()
-        os.fsync(fh.fileno())
     doc = {
         "format": FORMAT_VERSION,
-        "npz_sha256": _sha256(tmp_npz),
         "state_class": f"{cls.__module__}:{cls.__qualname__}",
         "state_scalars": scalars,
         "rng": {"bit_generator": type(rng.bit_generator).__name__, "state": rng.bit_generator.state},
         **meta,
     }
+    write_pair(path, arrays, doc)
+
+
+def write_pair(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray], doc: Mapping[str, Any]) -> None:
+    """Write ``PATH.npz`` (``arrays``) and ``PATH.json`` (``doc`` plus the ``.npz``'s SHA-256) as one unit.
+
+    Both go to synced temporaries first; the ``.npz`` is renamed into place, then the JSON, which
+    names the hash of its ``.npz``. A crash leaves the old pair or the new one (the next write, or
+    :func:`settle_pair`, rolls an interrupted commit forward), never a mix. Used by checkpoints and
+    :meth:`zoframe.result.Result.save`.
+    """
+    npz, js = _paths(path)
+    npz.parent.mkdir(parents=True, exist_ok=True)
+    _recover(npz, js)
+    tmp_npz, tmp_js = _pending(npz), _pending(js)
+    with open(tmp_npz, "wb") as fh:
+        np.savez(fh, **arrays)  # type: ignore[arg-type]
+        fh.flush()
+        os.fsync(fh.fileno())
+    full = {**doc, "npz_sha256": _sha256(tmp_npz)}
     with open(tmp_js, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(doc))
+        fh.write(json.dumps(full, indent=2))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp_npz, npz)  # from here on the pending JSON is the commit record
     os.replace(tmp_js, js)
     _fsync_dir(js.parent)
+
+
+def settle_pair(path: str | os.PathLike[str]) -> None:
+    """Complete a :func:`write_pair` interrupted between its renames, and remove stale temporaries."""
+    npz, js = _paths(path)
+    if npz.parent.exists():
+        _recover(npz, js)
+
+
+def pair_is_consistent(path: str | os.PathLike[str]) -> bool:
+    """Whether ``PATH.json`` names the hash of ``PATH.npz`` (true too for pairs written without a hash)."""
+    npz, js = _paths(path)
+    doc = _read_doc(js)
+    if doc is None or "npz_sha256" not in doc:
+        return True
+    return bool(doc["npz_sha256"] == _sha256(npz))
 
 
 def _allowed_modules(solver: object | None, registry: Any) -> dict[str, Any]:

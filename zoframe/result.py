@@ -218,10 +218,10 @@ class Result:
         arrays: dict[str, Array] = {"x": self.x, "x_best": self.x_best}
         arrays.update({f"outputs.{k}": np.asarray(v) for k, v in self.outputs.items()})
         arrays.update({f"trace.{k}": v for k, v in self.trace.columns.items()})
-        np.savez(base + ".npz", **arrays)  # type: ignore[arg-type]
         doc = {**dict(metadata or {}), **self.summary()}
-        with open(base + ".json", "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(doc, indent=2))
+        from zoframe.checkpoint import write_pair
+
+        write_pair(base, arrays, doc)  # atomic as one unit: a crash leaves the old pair or the new one
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Result:
@@ -237,6 +237,14 @@ class Result:
         npath = Path(base + ".npz")
         if not npath.is_file():
             raise InvalidInputError(f"no saved run at {base}: {npath} is missing (Result.save writes .json and .npz)")
+        from zoframe.checkpoint import pair_is_consistent
+
+        if not pair_is_consistent(base):
+            raise InvalidInputError(
+                f"the saved run at {base} is a mixed pair: its .json does not describe its .npz (a save was "
+                "interrupted). zoframe.checkpoint.settle_pair(PATH) completes an interrupted save; otherwise "
+                "save the run again"
+            )
         with np.load(npath, allow_pickle=False) as data:
             arrays = {k: np.array(data[k]) for k in data.files}
         try:

@@ -294,7 +294,10 @@ def select_all(args: argparse.Namespace, out: Path, executor: Executor | None) -
             entry = {**best, "_tune": args.tune, "_score": sel.best_score, "_grid_points": len(sel.table),
                      "_select_feasible": args.select_feasible}  # fmt: skip
         cache[key] = entry
-        path.write_text(json.dumps(cache, indent=2, sort_keys=True))  # after every cell: resumable
+        # after every cell (resumable), atomically: a crash leaves the old cache or the new one
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache, indent=2, sort_keys=True))
+        os.replace(tmp, path)
     return {k: {p: v for p, v in e.items() if not p.startswith("_")} for k, e in cache.items()}
 
 
