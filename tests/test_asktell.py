@@ -2,34 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 import subprocess
 import sys
 import textwrap
-from types import ModuleType
 from typing import Any
 
+from helpers import load_golden
 import numpy as np
 import pytest
 
 import zoframe
 from zoframe import InvalidInputError, NonFiniteValueError, ProblemShape, Request, Run, ShapeError, Status
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "data" / "golden"
-
-
-def _golden() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("zoframe_golden_cases_at", GOLDEN_DIR / "make_golden.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-golden = _golden()
+golden = load_golden("zoframe_golden_cases_at")
 
 
 def evaluate(problem: Any, req: Request) -> np.ndarray:

@@ -10,27 +10,12 @@ the oracle or a solver changed a computed number.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-from pathlib import Path
-import sys
-from types import ModuleType
 
+from helpers import load_golden
 import numpy as np
 import pytest
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "data" / "golden"
-
-
-def _golden() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("zoframe_golden_cases", GOLDEN_DIR / "make_golden.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-golden = _golden()
+golden = load_golden("zoframe_golden_cases")
 STORED_FINGERPRINT, DOCS, ARRAYS = golden.load()
 HERE_FINGERPRINT = golden.fingerprint()
 EXACT = HERE_FINGERPRINT == STORED_FINGERPRINT

@@ -8,6 +8,7 @@ from pathlib import Path
 import sys
 import textwrap
 
+from helpers import fake_distribution
 import numpy as np
 import pytest
 
@@ -18,15 +19,6 @@ from zoframe.testing import check_estimator, check_solver
 from zoframe.testing.problems import SmokeFiniteSum
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "zoframe-example-plugin"
-
-
-def fake_distribution(root: Path, dist: str, entry_points: dict[str, str]) -> None:
-    """Write an installed-looking ``.dist-info`` whose entry points are in the zoframe group."""
-    info = root / f"{dist.replace('-', '_')}-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
-    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[zoframe.plugins]\n{lines}\n")
 
 
 @pytest.fixture()

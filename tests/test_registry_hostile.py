@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 
+from helpers import fake_distribution
 import pytest
 
 import zoframe
@@ -24,15 +25,6 @@ PLUGIN_HEAD = """
 from zoframe import hookimpl, EstimatorSpec, ProblemSpec, SolverSpec
 from zoframe_basic.solvers import ZOSGD
 """
-
-
-def fake_distribution(root: Path, dist: str, entry_points: dict[str, str]) -> None:
-    """Write an installed-looking ``.dist-info`` whose entry points are in the zoframe group."""
-    info = root / f"{dist.replace('-', '_')}-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
-    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[zoframe.plugins]\n{lines}\n")
 
 
 @pytest.fixture()
