@@ -140,3 +140,21 @@ def test_rate_writes_under_zoframe_out_by_default(
     base = tmp_path / "zoframe-out"
     for f in (base / "rate_runs.sqlite", base / "rate_report" / "rate_report.md", base / "rate_report" / "rate_calls.png"):
         assert f.is_file() and f"wrote {f}" in out.out
+
+
+@pytest.mark.parametrize("command", ["verify", "rate"])
+def test_problem_arguments_are_typed_by_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """verify and rate convert --problem-arg by the factory's annotations, as solve does."""
+    out = tmp_path / "run"
+    assert main(["solve", "quadratic", "--solver", "zo-sgd", "--max-iter", "20", "--no-progress",
+                 "--problem-arg", "dim=3", "-o", str(out)]) == 0
+    capsys.readouterr()
+    head = ["verify", str(out), "--problem", "quadratic"] if command == "verify" else \
+        ["rate", "zo-sgd", "quadratic", "--seeds", "1", "--budget", "5", "--db", str(tmp_path / "db.sqlite")]
+    assert main([*head, "--problem-arg", "dim=three"]) == 2
+    err = capsys.readouterr().err
+    assert "--problem-arg dim='three' for problem 'quadratic': expected an integer (dim: int)" in err
+    assert main([*head, "--problem-arg", "dims=3"]) == 2
+    assert "problem 'quadratic' has no argument 'dims' (did you mean 'dim'?)" in capsys.readouterr().err

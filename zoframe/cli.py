@@ -106,7 +106,7 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     from zoframe.driver import minimize
 
     pspec = reg.problem(args.problem)
-    pkw = typed_arguments(pspec.factory, _pairs(args.problem_arg), f"problem {args.problem!r}", "--problem-arg")
+    pkw = problem_arguments(reg, args.problem, args.problem_arg)
     problem = _build_problem(args.problem, pspec.factory, pkw)
     params = dict(_kv(args.param))
     extra: dict[str, Any] = {}
@@ -338,6 +338,17 @@ def _convert(text: str, tp: Any) -> Any:
             raise ValueError("expected a JSON list such as [1, 2]")
         return tuple(val) if (origin or tp) is tuple else val
     return _parse_value(text)  # another type (an array, a set object, ...): JSON or text, checked by the target
+
+
+def problem_arguments(reg: Registry, name: str, items: Sequence[str] | None, option: str = "--problem-arg") -> dict[str, Any]:
+    """``KEY=VALUE`` command-line items as typed keyword arguments of the registered problem ``name``.
+
+    Converted by the problem factory's annotations (:func:`typed_arguments`); an unknown problem, an
+    unknown argument or a value of the wrong type is an :class:`~zoframe.errors.InvalidInputError`
+    listing what the problem accepts. Used by ``zoframe solve``, ``zoframe verify`` and ``zoframe rate``.
+    """
+    spec = reg.problem(name)
+    return typed_arguments(spec.factory, _pairs(items), f"problem {name!r}", option)
 
 
 def typed_arguments(

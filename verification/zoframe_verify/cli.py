@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 
+from zoframe.cli import problem_arguments
 from zoframe.errors import InvalidInputError
+from zoframe.registry import default_registry
 from zoframe_verify.study import rate_study
 from zoframe_verify.verify import add_verify_arguments, parse_key_values, run_verify_command
 
@@ -64,7 +66,7 @@ def run_rate_command(args: argparse.Namespace) -> int:
         horizons=horizons,
         measure=args.measure,
         curve=args.curve,
-        problem_args=parse_key_values(args.problem_arg),
+        problem_args=problem_arguments(default_registry(), args.problem, args.problem_arg),
         params=parse_key_values(args.param),
         measure_every=args.measure_every,
         max_calls=args.max_calls,

@@ -441,9 +441,12 @@ def run_verify_command(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 2
+            from zoframe.cli import problem_arguments
+
+            reg = default_registry()
             pkw = dict(summary.get("problem_args", {}) or {})
-            pkw.update(parse_key_values(getattr(args, "problem_arg", None)))
-            problem = default_registry().make_problem(str(name), **pkw)
+            pkw.update(problem_arguments(reg, str(name), getattr(args, "problem_arg", None)))
+            problem = reg.make_problem(str(name), **pkw)
         solver = summary.get("solver")
         if solver:
             target = dict(target)
