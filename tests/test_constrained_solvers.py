@@ -635,6 +635,44 @@ def test_p_star_equals_the_projected_expression_bit_for_bit(solver: type) -> Non
     assert c0 == float(np.max(np.abs(f)))
 
 
+def test_p_star_projection_in_place_equals_the_dense_projection_bit_for_bit() -> None:
+    from zoframe_constrained.simplex import project_simplex_dense
+    from zoframe_constrained.solvers import _project_in_place
+
+    rng = np.random.default_rng(3)
+    for t in range(2000):
+        m = int(rng.integers(1, 200))
+        kinds = (
+            np.zeros(m),  # a feasible start: p* is uniform
+            rng.random(m) * 10.0 ** int(rng.integers(-8, 7)),
+            np.where(rng.random(m) < 0.9, 0.0, rng.random(m) * 10.0 ** int(rng.integers(-8, 8))),
+            np.full(m, rng.random() / m) + rng.random(m) * 1e-12,
+        )
+        v = kinds[t % 4]
+        assert project_simplex_dense(v.copy()).tobytes() == _project_in_place(v.copy()).tobytes()
+
+
+def test_p_star_at_a_feasible_start_holds_one_m_vector() -> None:
+    import tracemalloc
+
+    from zoframe_constrained.problems import pairwise
+
+    prob = pairwise("gen", n_samples=12000, seed=0)  # about 9 10^6 pairs, all satisfied at w = 0
+    oracle = CountingOracle(prob)
+    w = np.zeros(prob.dim)
+    oracle.constraints(w, None)  # the oracle's own index of all constraints is not the solver's
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        p, _ = DSZOG()._p_star(oracle, w)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert np.all(p == p[0])
+    vec = 8 * prob.m
+    assert peak < 1.5 * vec + 16 * 2**20, f"peak {peak / 2**20:.0f} MiB for m-vectors of {vec / 2**20:.0f} MiB"
+
+
 @pytest.mark.parametrize("solver", [DSZOG, ADSZOG])
 def test_outputs_give_the_sparse_form_of_p_above_the_dense_limit(solver: type, monkeypatch: pytest.MonkeyPatch) -> None:
     from zoframe_constrained import solvers as solvers_mod
