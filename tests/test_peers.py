@@ -169,11 +169,16 @@ def test_point_cost_is_n_plus_m() -> None:
 
 def test_checkpoint_resume_replays_without_new_evaluations(tmp_path: object) -> None:
     prob = BallConstrainedQuadratic(dim=3, n=2, seed=4)
-    for solver in ("cobyla", "cma-es"):
-        straight = zoframe.minimize(prob, solver, rng=5, max_iter=12, record_every=0)
-        path = f"{tmp_path}/{solver}"
-        zoframe.minimize(prob, solver, rng=5, max_iter=6, checkpoint=path, record_every=0)
-        resumed = zoframe.minimize(prob, solver, max_iter=12, resume=path, record_every=0)
+    # (solver, params, iterations before the checkpoint): the first run must stop mid-way
+    cases: list[tuple[str, dict[str, int], int]] = [
+        ("cobyla", {}, 2), ("cobyla", {"points_per_step": 4}, 6), ("cma-es", {}, 6),
+    ]
+    for solver, params, cut in cases:
+        straight = zoframe.minimize(prob, solver, rng=5, max_iter=12, record_every=0, **params)
+        path = f"{tmp_path}/{solver}{len(params)}"
+        part = zoframe.minimize(prob, solver, rng=5, max_iter=cut, checkpoint=path, record_every=0, **params)
+        assert part.status is Status.MAX_ITER
+        resumed = zoframe.minimize(prob, solver, max_iter=12, resume=path, record_every=0, **params)
         assert np.array_equal(straight.x, resumed.x)
         assert straight.nfev == resumed.nfev
 

@@ -17,8 +17,9 @@ unused).
 Stepping: pycma and nevergrad have an ask-and-tell interface, so one ``step`` is one CMA-ES
 generation (``popsize`` points, evaluated as one batch) or ``points_per_step`` nevergrad points.
 scipy's minimisers own their loop; they run in a helper thread that hands control back to the driver
-every ``points_per_step`` points (one handoff at a time: the run stays deterministic), so the driver
-records the trace, calls the callback and applies ``max_iter`` / ``max_time`` between chunks.
+every ``points_per_step`` points (default ``10 (d + 1)``; one handoff at a time: the run stays
+deterministic), so the driver records the trace, calls the callback and applies ``max_iter`` /
+``max_time`` between chunks.
 
 The state's ``x`` is always the peer's best point so far (feasible points first: violation at most
 ``feas_tol``, then the lowest ``f``), so the ``Result`` reports the best point found even when the
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 _PURPOSE = "peer"
+#: default scipy chunk, in units of ``d + 1`` peer points per driver iteration
+_SCIPY_CHUNK = 10
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -94,6 +97,19 @@ def evaluate_points(oracle: CountingOracle, X: Array) -> tuple[Array, Array, Arr
     return F, np.maximum(G, 0.0).max(axis=1), G
 
 
+def _evaluate_one(oracle: CountingOracle, x: Array) -> tuple[float, Array | None]:
+    """``(f, constraints or None)`` at one point ``x`` ``(d,)``: :func:`evaluate_points` for one row.
+
+    Raises :class:`BudgetExhausted` before any evaluation unless the whole ``n + m`` fits.
+    """
+    full = getattr(oracle, "evaluate_full", None)
+    if full is not None:
+        f, g = full(x, purpose=_PURPOSE)
+        return float(f), g
+    F, _, G = evaluate_points(oracle, x.reshape(1, -1))
+    return float(F[0]), None if G is None else G[0]
+
+
 class _Best:
     """The peer's best point so far: feasible (violation <= tol) first, then the lowest ``f``."""
 
@@ -112,6 +128,13 @@ class _Best:
         if best.points:
             best._key = (0.0 if best.violation <= tol else best.violation, best.fun)
         return best
+
+    def observe_one(self, x: Array, f: float, v: float) -> None:
+        """One point, plain floats: the scipy peers' path (``x`` is owned by the caller's session)."""
+        self.points += 1
+        one = (0.0 if v <= self.tol else v, math.inf if math.isnan(f) else f)
+        if one < self._key:
+            self._key, self.x, self.fun, self.violation = one, x, f, v
 
     def observe(self, X: Array, F: Array, V: Array) -> None:
         self.points += X.shape[0]
@@ -169,8 +192,9 @@ def _state(session: _Session) -> PeerState:
 class _Session:
     """One peer run. ``advance`` runs the peer for one chunk; ``done``/``message``/``status`` after.
 
-    ``values(oracle, X)`` is the one way a peer gets function values: from the replay log first
-    (after a resume), then from the oracle; every value is appended to the log.
+    ``values(oracle, X)`` is the one way a peer gets function values (the scipy peers' one-point
+    ``_ScipySession._point`` is the same rule for one point): from the replay log first (after a
+    resume), then from the oracle; every value is appended to the log.
     """
 
     def __init__(self, x0: Array, seed: int, best: _Best, m: int, replay: Array | None) -> None:
@@ -205,6 +229,18 @@ class _Session:
             self._buf = grown  # earlier states keep views of the old buffer, whose rows never change
         self._buf[self._count:need] = rows
         self._count = need
+
+    def _append_one(self, f: float, g: Array | None) -> None:
+        """Log one point's ``[f, f_1..f_m]`` in place (the buffer grows geometrically)."""
+        if self._count == self._buf.shape[0]:
+            grown = np.empty((2 * self._buf.shape[0], self._buf.shape[1]))
+            grown[: self._count] = self._buf[: self._count]
+            self._buf = grown  # earlier states keep views of the old buffer, whose rows never change
+        row = self._buf[self._count]
+        row[0] = f
+        if g is not None:
+            row[1:] = g
+        self._count += 1
 
     def values(self, oracle: CountingOracle, X: Array) -> tuple[Array, Array, Array | None]:
         """``(f, violation, constraints)`` of the rows of ``X``: replayed, else evaluated (and logged).
@@ -409,6 +445,7 @@ class _ScipySession(_Session):
         super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
         self.oracle = oracle
         self.chunk = chunk
+        self._bounds = _box(oracle)  # the box is fixed for the run: computed once, not per point
         self._last: tuple[bytes, float, Array | None] | None = None
         # the bridge (and the peer's thread) hold the session only weakly: when the driver drops the
         # run's last state, the session is freed at once and its finalizer ends the paused thread
@@ -418,15 +455,30 @@ class _ScipySession(_Session):
         weakref.finalize(self, self.bridge.cancel)
 
     def _point(self, x: Array) -> tuple[float, Array | None]:
-        """One peer point: ``(f, g)`` at ``x``; the same point asked again is not evaluated again."""
-        key = np.asarray(x, dtype=np.float64).tobytes()
-        if self._last is not None and self._last[0] == key:
-            return self._last[1], self._last[2]
-        X = np.array(x, dtype=np.float64, copy=True).reshape(1, -1)
-        F, _, G = self.values(self.oracle, X)
-        g = None if G is None else G[0]
-        self._last = (key, float(F[0]), g)
-        return float(F[0]), g
+        """One peer point: ``(f, g)`` at ``x``; the same point asked again is not evaluated again.
+
+        The one-point path of :meth:`_Session.values` (same values, same log, same best point),
+        without the ``(1, d)`` batch temporaries: scipy's minimisers ask one point per call.
+        """
+        key = x.tobytes() if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, np.float64).tobytes()
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1], last[2]
+        xp = np.array(x, dtype=np.float64)  # the peer may reuse its buffer: own the point
+        if self._bounds is not None:
+            np.clip(xp, self._bounds[0], self._bounds[1], out=xp)
+        if self._pos < self._replay.shape[0]:  # replaying after a resume
+            row = self._replay[self._pos]
+            self._pos += 1
+            f = float(row[0])
+            g = row[1:].copy() if self.m else None
+        else:
+            f, g = _evaluate_one(self.oracle, xp)
+            v = 0.0 if g is None else max(float(g.max()), 0.0)
+            self.best.observe_one(xp, f, v)
+            self._append_one(f, g)
+        self._last = (key, f, g)
+        return f, g
 
     def advance(self, oracle: CountingOracle) -> None:
         self.oracle = oracle
@@ -499,7 +551,10 @@ class _ScipyPeer(_PeerBase):
         opts = self._options(oracle, maxpoints)
         run = _scipy_minimize(self.method, x0, _box(oracle), oracle.kind == "constrained", opts)
         pps = getattr(self, "points_per_step", None)
-        chunk = int(pps) if pps is not None else oracle.dim + 1
+        # one driver iteration per 10 (d + 1) points by default: each handoff between the peer's
+        # thread and the driver costs tens of microseconds, and an iteration boundary is needed
+        # only for the trace, callbacks, checkpoints, max_iter and max_time
+        chunk = int(pps) if pps is not None else _SCIPY_CHUNK * (oracle.dim + 1)
         return _ScipySession(oracle, x0, seed, best, replay, chunk, run)
 
 
@@ -516,7 +571,7 @@ class COBYLA(_ScipyPeer):
     rhobeg: float = param(1.0, symbol="rho_beg", doc="initial trust-region radius")
     rhoend: float = param(1e-8, symbol="rho_end", doc="final trust-region radius (scipy's tol)")
     maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
-    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: 10 (dim + 1))")
     feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
 
     def __post_init__(self) -> None:
@@ -542,7 +597,7 @@ class COBYQA(_ScipyPeer):
     initial_tr_radius: float = param(1.0, symbol="Delta_0", doc="initial trust-region radius")
     final_tr_radius: float = param(1e-8, symbol="Delta_end", doc="final trust-region radius")
     maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
-    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: 10 (dim + 1))")
     feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
 
     def __post_init__(self) -> None:
@@ -569,7 +624,7 @@ class NelderMead(_ScipyPeer):
     fatol: float = param(1e-12, doc="absolute tolerance on f over the simplex")
     adaptive: bool = param(False, doc="dimension-adaptive coefficients (Gao & Han 2012)")
     maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
-    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: 10 (dim + 1))")
 
     def __post_init__(self) -> None:
         check_positive("xatol", self.xatol)
@@ -594,7 +649,7 @@ class Powell(_ScipyPeer):
     xtol: float = param(1e-8, doc="line-search tolerance on x")
     ftol: float = param(1e-12, doc="relative tolerance on f")
     maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
-    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: dim + 1)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: 10 (dim + 1))")
 
     def __post_init__(self) -> None:
         check_positive("xtol", self.xtol)
