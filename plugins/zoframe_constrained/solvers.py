@@ -942,6 +942,12 @@ class _RestorationState:
 _RESTORATION_DEFAULTS: dict[str, Any] = {"violation": math.nan, "checked": 0, "rounds": 0, "restore_active": None}
 
 
+#: the fields of :class:`_RestorationState` that a ``steps="paper"`` DSZOG step starts afresh (all but the snapshot's)
+_NON_SNAPSHOT_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(_RestorationState) if f.name not in _RestorationState().snapshot_fields()
+}
+
+
 @dataclass(frozen=True)
 class DSZOGState(_RestorationState):
     """What DSZOG carries: ``w`` and the distribution ``p`` over the constraints.
@@ -1045,9 +1051,13 @@ class DSZOG(_PenaltyMinimax):
         if box is not None:
             w = np.asarray(box.project(w), dtype=np.float64)
         p, support, floor = self.ascend(oracle, state, H)  # Alg. 1 l.11
-        new = DSZOGState(
-            x=w, p=p, p_support=support, p_floor=floor, m=state.m, t=state.t + 1, **state.snapshot_fields(),
-        )  # the last feasible snapshot (restore_every) carries over
+        # the last feasible snapshot (restore_every) carries over, every other field of the restoration and of
+        # steps="auto" at its default: the state DSZOGState(x=..., **state.snapshot_fields()) builds, by copying
+        # the fields instead of the frozen dataclass __init__ (about 5 us less per step)
+        new = object.__new__(DSZOGState)
+        fields = new.__dict__
+        fields.update(state.__dict__)
+        fields.update(x=w, p=p, p_support=support, p_floor=floor, t=state.t + 1, **_NON_SNAPSHOT_DEFAULTS)
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
     def _auto_step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
