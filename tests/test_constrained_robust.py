@@ -284,5 +284,10 @@ def test_dszog_takes_the_iclr_lambda_and_adszog_the_icml_lambda() -> None:
     assert DSZOG().lam == 1e-8
     assert zoframe.default_registry().solver("adszog").cls().lam == 1e-6
     name, factory, solver, params, iters = next(c for c in PAPER.CASES if c[0] == "dszog_fairness_default_lam")
-    new = PAPER.run(name, factory, solver, params, iters, {"steps": "paper"})
-    assert not np.array_equal(new[f"{name}.x"], REFERENCE[f"{name}.x"])  # the default changed the iterates
+    default = PAPER.run(name, factory, solver, params, iters, {"steps": "paper"})
+    iclr = PAPER.run(name, factory, solver, params, iters, {"steps": "paper", "lam": 1e-8})
+    icml = PAPER.run(name, factory, solver, params, iters, {"steps": "paper", "lam": 1e-6})
+    # lambda enters the p-update only (H = ... - lambda p); x sees p through the indices drawn from it, which
+    # a relative change of p of order eta_p * 1e-6 rarely moves, so the check is on p
+    assert np.array_equal(default[f"{name}.p"], iclr[f"{name}.p"])
+    assert not np.array_equal(default[f"{name}.p"], icml[f"{name}.p"])

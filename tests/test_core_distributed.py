@@ -67,11 +67,13 @@ class Watched(Executor):
 def test_the_problems_round_differently_on_other_row_blocks(name: str, problem: Any, solver: str, kw: dict[str, Any]) -> None:
     """The bit-identity tests below have teeth: on these problems another row partition (what an
     executor-dependent split would give) changes the Result, so only a partition fixed by the batch
-    passes them."""
+    passes them. Which partitions happen to round alike depends on the CPU's BLAS kernels, so
+    several are tried: at least one must differ."""
     ref = _run(problem, solver, kw)
-    other = zoframe.minimize(problem, solver, block_rows=7, **kw)
-    assert not np.array_equal(ref.x, other.x)
-    np.testing.assert_allclose(ref.x, other.x, rtol=1e-9, atol=1e-12)  # the same run up to rounding
+    others = [zoframe.minimize(problem, solver, block_rows=rows, **kw) for rows in (1, 2, 7)]
+    assert any(not np.array_equal(ref.x, other.x) for other in others)
+    for other in others:
+        np.testing.assert_allclose(ref.x, other.x, rtol=1e-9, atol=1e-12)  # the same run up to rounding
 
 
 @pytest.mark.parametrize(("name", "problem", "solver", "kw"), CASES, ids=[c[0] for c in CASES])

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from zoframe._shipping import ship
 from zoframe.errors import InvalidInputError, NonFiniteValueError, ShapeError
 from zoframe.oracle import CountingOracle, MonitorOracle, as_values
 from zoframe.protocols import Array, Penalty
@@ -394,8 +395,9 @@ def max_violation_full(
         workers = getattr(executor, "_max_workers", None) or 2
         n_tasks = max(1, min(len(ranges), int(tasks) if tasks is not None else 2 * int(workers)))
         cuts = np.linspace(0, len(ranges), n_tasks + 1).astype(int)
+        shipped = ship(fn, executor)  # the problem's arrays arrive aligned (BLAS-eligible) on any transport
         futures = [
-            executor.submit(_pass_blocks, fn, point, ranges[c0:c1], float(tol), int(top), cut, nonfinite, name)
+            executor.submit(_pass_blocks, shipped, point, ranges[c0:c1], float(tol), int(top), cut, nonfinite, name)
             for c0, c1 in itertools.pairwise(cuts.tolist()) if c1 > c0
         ]
         stats = [s for fut in futures for s in fut.result()]

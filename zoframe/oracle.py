@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from zoframe._shipping import ship
 from zoframe.errors import BudgetExhausted, InvalidInputError, NonFiniteValueError, ShapeError
 from zoframe.protocols import (
     Array,
@@ -555,9 +556,10 @@ class CountingOracle:
         tasks = [
             [(edges[i], edges[i + 1]) for i in range(int(c0), int(c1))] for c0, c1 in itertools.pairwise(cuts) if c1 > c0
         ]
+        shipped = ship(fn, self.executor)  # the problem's arrays arrive aligned (BLAS-eligible) on any transport
         try:
             futures = [
-                self.executor.submit(_call_blocks, fn, [[_block(a, lo, hi) for a in arrays] for lo, hi in task], ids)
+                self.executor.submit(_call_blocks, shipped, [[_block(a, lo, hi) for a in arrays] for lo, hi in task], ids)
                 for task in tasks
             ]
             for fut, task in zip(futures, tasks):
