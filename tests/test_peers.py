@@ -201,3 +201,35 @@ def test_a_failed_ngopt_run_does_not_keep_the_interpreter_alive() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("done"), proc.stderr[-2000:]
+
+
+def test_ng_cobyla_ends_when_its_underlying_optimizer_has_converged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nevergrad answers the asks after its recast COBYLA has finished with random points (and a
+    warning): the peer ends the run there, CONVERGED, on the best point it had, with no random point
+    evaluated."""
+    ng = pytest.importorskip("nevergrad")
+    from nevergrad.common.errors import FinishedUnderlyingOptimizerWarning
+
+    real = ng.optimizers.registry["Cobyla"]
+
+    class FinishesAfterFive:
+        def __init__(self, **kwargs: Any) -> None:
+            self.inner = real(**kwargs)
+            self.asks = 0
+
+        def ask(self) -> Any:
+            self.asks += 1
+            if self.asks > 5:
+                import warnings
+
+                warnings.warn("Underlying optimizer has already converged", FinishedUnderlyingOptimizerWarning)
+            return self.inner.ask()
+
+        def tell(self, *args: Any, **kwargs: Any) -> None:
+            self.inner.tell(*args, **kwargs)
+
+    monkeypatch.setitem(ng.optimizers.registry, "Cobyla", FinishesAfterFive)
+    res = zoframe.minimize(rosenbrock(3), "ng-cobyla", rng=0, max_calls=1000, points_per_step=2)
+    assert res.status is Status.CONVERGED and res.success and "converged" in res.message
+    assert res.nfev_by_purpose["peer"] == 5  # five points of n = 1 component, none after the warning
+    assert np.isfinite(res.fun) and res.fun == res.fun_best

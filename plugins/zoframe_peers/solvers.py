@@ -823,9 +823,11 @@ class _NGSession(_Session):
         self.threads.update(t for t in _nevergrad_threads() if t not in before)
 
     def _advance(self, oracle: CountingOracle) -> None:
-        while self.replaying:  # after a resume: the logged points first
+        while self.replaying and not self.done:  # after a resume: the logged points first
             self._point(oracle)
         for _ in range(self.chunk):
+            if self.done:
+                return
             if self.told >= self.budget_points:
                 self.finish(f"nevergrad: used its budget of {self.budget_points} points", Status.BUDGET)
                 return
@@ -835,8 +837,17 @@ class _NGSession(_Session):
             self._point(oracle)
 
     def _point(self, oracle: CountingOracle) -> None:
+        from nevergrad.common.errors import FinishedUnderlyingOptimizerWarning
+
         try:
-            cand = self.opt.ask()
+            with warnings.catch_warnings():
+                # a recast optimiser (Cobyla, ...) that has converged would be answered with random
+                # points from here on: the run ends instead, on the best point seen
+                warnings.simplefilter("error", FinishedUnderlyingOptimizerWarning)
+                cand = self.opt.ask()
+        except FinishedUnderlyingOptimizerWarning:
+            self.finish(f"nevergrad: the underlying {self.name} has converged", Status.CONVERGED)
+            return
         except TypeError as exc:
             raise _nevergrad_failure(self.name, exc) from exc
         X = np.asarray(cand.value, dtype=np.float64).reshape(1, -1)
