@@ -1,0 +1,209 @@
+"""DSZOG / ADSZOG iterates against stored references, bit for bit.
+
+Every case runs ``init`` and a few hundred ``step`` calls on a counting oracle and compares every
+field of the final state (``x``, ``p`` and its support and floor, ADSZOG's ``z_w`` and ``z_p``,
+the penalty and step-length fields of ``steps="auto"``), the dense ``p`` of ``outputs``, ``x``
+every 25 steps and the evaluation counts with the stored arrays; a shorter ``zoframe.minimize``
+run of each case compares ``Result.x``, the trace and ``nfev``. Cases: both solvers,
+``steps="paper"`` and ``"auto"``, ``p_form="dense"`` and ``"sparse"``, pairwise breast-cancer,
+pairwise a9a (300 samples; skipped without the data set) and fairness D1, two seeds.
+
+The references were written on one machine; matrix products may round differently elsewhere
+(another BLAS or CPU). A fixed probe (a product of seeded matrices through the problems' BLAS
+paths) is stored with them: where it differs, the comparison is to ``1e-9`` of each array's
+scale instead of exact. Rewrite the references only on purpose::
+
+    python tests/test_constrained_bitidentity.py --write
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from pathlib import Path
+import sys
+from typing import Any
+import zlib
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe.errors import DataNotFoundError
+from zoframe.oracle import CountingOracle
+from zoframe_constrained.problems import fairness, pairwise
+from zoframe_constrained.solvers import ADSZOG, DSZOG
+
+_FILE = Path(__file__).resolve().parent / "data" / "constrained_bitidentity.json"
+_SOLVERS: dict[str, Any] = {"dszog": DSZOG, "adszog": ADSZOG}
+_BASE: dict[str, Any] = {"eta_w": 1e-2, "eta_p": 1e-2, "beta": 1.0, "lam": 1e-6, "q": 10, "mu": 1e-3}
+_PROBLEMS: dict[str, Any] = {
+    "bc": lambda: pairwise("breast-cancer", seed=0),
+    "a9a": lambda: pairwise("a9a", n_samples=300, seed=0),
+    "fair": lambda: fairness("D1", n_samples=300, seed=0),
+}
+_BATCHES: dict[str, dict[str, int]] = {
+    "bc": {"M1": 128, "M2": 128, "M3": 128},
+    "a9a": {"M1": 64, "M2": 64, "M3": 64},
+    "fair": {"M1": 64, "M2": 10, "M3": 10},
+}
+_ITERS = {"paper": 300, "auto": 150}
+_MIN_ITERS = 60
+
+
+def _cases() -> list[tuple[str, str, str, str, int]]:
+    out = []
+    for prob in _PROBLEMS:
+        for solver in _SOLVERS:
+            for steps in ("paper", "auto"):
+                for form in ("dense", "sparse"):
+                    for seed in (0, 1):
+                        out.append((prob, solver, steps, form, seed))
+    return out
+
+
+CASES = _cases()
+
+
+def _name(case: tuple[str, str, str, str, int]) -> str:
+    return "-".join(str(c) for c in case)
+
+
+def _params(prob: str, solver: str, steps: str, form: str) -> dict[str, Any]:
+    params = {**_BASE, **_BATCHES[prob], "steps": steps, "p_form": form}
+    if solver == "adszog":
+        params.update(a=0.9, b=0.9, c=1e-8)
+    if steps == "auto":  # the continuation and the final restoration: the auto machinery at work
+        params.update(stall_window=10, M2=None)
+    return params
+
+
+#: arrays above this many entries (the dense p and z_p) are stored as a hash and two sums
+_BIG = 1000
+
+
+def _digest(arr: np.ndarray) -> dict[str, Any]:
+    return {
+        "shape": list(arr.shape), "sha256": hashlib.sha256(arr.tobytes()).hexdigest(),
+        "sum": float(arr.sum()), "l1": float(np.abs(arr).sum()),
+    }  # fmt: skip
+
+
+def _encode(a: Any) -> dict[str, Any]:
+    arr = np.array(a, dtype="<f8", order="C")  # keeps a 0-d shape (ascontiguousarray makes it 1-d)
+    if arr.size > _BIG:
+        return _digest(arr)
+    return {"shape": list(arr.shape), "data": base64.b64encode(zlib.compress(arr.tobytes(), 9)).decode("ascii")}
+
+
+def _decode(rec: dict[str, Any]) -> np.ndarray:
+    raw = zlib.decompress(base64.b64decode(rec["data"]))
+    return np.frombuffer(raw, dtype="<f8").reshape(tuple(rec["shape"])).copy()
+
+
+def _check(key: str, arr: np.ndarray, rec: dict[str, Any], exact: bool) -> None:
+    if "sha256" in rec:
+        got = _digest(np.array(arr, dtype="<f8", order="C"))
+        assert got["shape"] == rec["shape"], key
+        if exact:
+            assert got["sha256"] == rec["sha256"], key
+        else:
+            for part in ("sum", "l1"):
+                assert math.isclose(got[part], rec[part], rel_tol=1e-9, abs_tol=1e-300), key
+        return
+    want = _decode(rec)
+    assert arr.shape == want.shape, key
+    if exact:
+        assert np.array_equal(arr, want, equal_nan=True), key
+    else:
+        scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-300)
+        np.testing.assert_allclose(arr, want, rtol=0, atol=1e-9 * scale, err_msg=key)
+
+
+def probe() -> str:
+    """A hash of products through the BLAS paths the problems use (their rounding is machine-dependent)."""
+    rng = np.random.default_rng(123)
+    A, B, v = rng.standard_normal((11, 123)), rng.standard_normal((128, 123)), rng.standard_normal(123)
+    parts = [A @ B.T, B @ v, (A @ B.T) @ rng.standard_normal(128), np.exp(-((A @ B.T) ** 2))]
+    return hashlib.sha256(b"".join(np.ascontiguousarray(p).tobytes() for p in parts)).hexdigest()
+
+
+def run_case(case: tuple[str, str, str, str, int]) -> dict[str, np.ndarray]:
+    """The arrays the case stores (raises DataNotFoundError without its data set)."""
+    prob_name, solver_name, steps, form, seed = case
+    params = _params(prob_name, solver_name, steps, form)
+    prob = _PROBLEMS[prob_name]()
+    solver = _SOLVERS[solver_name](**params)
+    oracle = CountingOracle(prob)
+    rng = np.random.default_rng(seed)
+    state = solver.init(oracle, np.asarray(prob.x0, dtype=np.float64), rng)
+    xs = []
+    for t in range(_ITERS[steps]):
+        state = solver.step(oracle, state, rng)
+        if t % 25 == 24:
+            xs.append(np.array(state.x, copy=True))
+        if solver.terminate(state) is not None:
+            break
+    out: dict[str, np.ndarray] = {
+        "xs": np.array(xs),
+        "nfev": np.array([float(oracle.calls), float(oracle.user_calls)]),
+        "t": np.array(float(state.t)),
+    }
+    for key, val in sorted(vars(state).items()):
+        if val is None or isinstance(val, str):
+            continue
+        if isinstance(val, (bool, int, float)) and not isinstance(val, np.ndarray):
+            v = float(val)
+            out[f"state.{key}"] = np.array(v if not math.isnan(v) else -1.2345e300)
+            continue
+        out[f"state.{key}"] = np.asarray(val, dtype=np.float64)
+    out["outputs.p"] = np.asarray(solver.outputs(state)["p"])
+    res = zoframe.minimize(prob, solver_name, rng=seed, max_iter=_MIN_ITERS, record_every=7, **params)
+    out["result.x"] = np.asarray(res.x)
+    out["result.nfev"] = np.array(float(res.nfev))
+    for col in sorted(res.trace):
+        if col != "seconds":
+            out[f"trace.{col}"] = np.asarray(res.trace[col], dtype=np.float64)
+    return out
+
+
+def _reference() -> dict[str, Any]:
+    return dict(json.loads(_FILE.read_text()))
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, Any]:
+    return _reference()
+
+
+@pytest.mark.parametrize("case", CASES, ids=_name)
+def test_iterates_are_the_stored_ones(case: tuple[str, str, str, str, int], reference: dict[str, Any]) -> None:
+    try:
+        got = run_case(case)
+    except DataNotFoundError:
+        pytest.skip("the a9a data set is not available (ZOFRAME_DATA)")
+    ref = reference["cases"][_name(case)]
+    exact = reference["probe"] == probe()
+    assert sorted(got) == sorted(ref)
+    for key, arr in got.items():
+        _check(key, arr, ref[key], exact or key in ("nfev", "t", "result.nfev"))
+
+
+def _write() -> None:
+    cases: dict[str, Any] = {}
+    for case in CASES:
+        try:
+            cases[_name(case)] = {k: _encode(v) for k, v in run_case(case).items()}
+        except DataNotFoundError:
+            print(f"skipped {_name(case)}: no data")
+            continue
+        print(_name(case), flush=True)
+    _FILE.write_text(json.dumps({"probe": probe(), "cases": cases}, indent=0, sort_keys=True) + "\n")
+    print(f"wrote {_FILE}")
+
+
+if __name__ == "__main__":
+    if "--write" in sys.argv[1:]:
+        _write()
