@@ -8,7 +8,7 @@ pairwise (1000 samples, d = 123, m ~ 46k; needs the a9a file in ZOFRAME_DATA or 
 Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is reported as such):
 
 * ``adszog``           zoframe ADSZOG (penalty, black-box constraints) with a feasible snapshot every
-                       100 steps (``restore_every=100``): the snapshots are the feasible points checked;
+                       25 steps (``restore_every=25``): the snapshots are the feasible points checked;
 * ``adszog+restore``   the same solver, restoration phase after ``--restore-after`` steps (ends the run);
 * ``zopsgd``           zoframe ZOPSGD (projection onto all m constraints with cvxpy each step);
 * ``scipy-cobyla``     ``scipy.optimize.minimize(method="COBYLA")`` with the m constraints as one vector;
@@ -17,7 +17,7 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 * ``ng-cobyla``, ``ng-ngopt``  nevergrad's Cobyla and NGOpt, told the max violation as the
                        constraint violation (``tell(..., constraint_violation=[max_j f_j])``).
 
-zoframe's hyper-parameters are fixed here, not tuned per run: ``eta_w = eta_p = 1e-2``,
+zoframe's hyper-parameters are fixed here, not tuned per run: ``eta_w = 3e-2``, ``eta_p = 1e-2``,
 ``beta = 10``, ``steps="paper"`` (these fixed steps, not the backtracking mode), the other defaults
 (``q = 10``, batches 128). Every stochastic method runs once per
 seed of ``--seeds`` (the deterministic COBYLAs once); the JSON gives each method's per-seed times to
@@ -216,7 +216,11 @@ def run_nevergrad(problem: Any, tracker: Tracker, name: str, seed: int) -> None:
 
 
 #: zoframe's fixed hyper-parameters (see the module docstring)
-ADSZOG: dict[str, Any] = {"eta_w": 1e-2, "eta_p": 1e-2, "beta": 10.0}
+# chosen once on seeds 10-14 (never the measured seeds 0-4) from eta_w in {1e-2, 2e-2, 3e-2, 5e-2, 1e-1} and
+# snapshots every {10, 25, 100} steps: the fewest steps to the breast-cancer target (median 325 against 550
+# with eta_w = 1e-2 and snapshots every 100), and on a9a the first snapshot (25 steps) already reaches the target
+ADSZOG: dict[str, Any] = {"eta_w": 3e-2, "eta_p": 1e-2, "beta": 10.0}
+SNAPSHOT_EVERY = 25
 try:  # the papers' iteration with these fixed steps, where the solver has the option (not its backtracking mode)
     from zoframe_constrained.solvers import ADSZOG as _ADSZOG_CLS
 
@@ -237,7 +241,7 @@ def run_method(
     tracker = Tracker(problem, target, budget)
     tracker.stop_at_target = stop_at_target
     runners: dict[str, Callable[[], None]] = {
-        "adszog": lambda: run_zoframe(problem, tracker, "adszog", {**ADSZOG, "restore_every": 100}, 10, seed),
+        "adszog": lambda: run_zoframe(problem, tracker, "adszog", {**ADSZOG, "restore_every": SNAPSHOT_EVERY}, 10, seed),
         "adszog+restore": lambda: run_zoframe(
             problem, tracker, "adszog", {**ADSZOG, "restore_after": restore_after}, 10, seed
         ),
@@ -332,7 +336,7 @@ def main() -> None:
     reg = zoframe.default_registry()
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     out: dict[str, Any] = {"budget_seconds": args.budget, "violation_tol": VIOLATION_TOL, "seeds": seeds,
-                           "zoframe_params": ADSZOG, "target_fraction_a9a": TARGET_FRACTION,
+                           "zoframe_params": {**ADSZOG, "restore_every": SNAPSHOT_EVERY}, "target_fraction_a9a": TARGET_FRACTION,
                            "versions": versions(), "problems": {}}  # fmt: skip
     for pname in [p.strip() for p in args.problems.split(",") if p.strip()]:
         try:
