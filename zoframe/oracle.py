@@ -68,6 +68,12 @@ __all__ = ["DEFAULT_BLOCK_ROWS", "CountingOracle", "MonitorOracle", "as_values",
 #: Rows per user-function call (see :class:`CountingOracle`, ``block_rows``).
 DEFAULT_BLOCK_ROWS = 256
 
+# ``idx=None`` means all components / constraints: ``arange(size)`` is kept for the run up to this
+# size (8 MB) and built afresh per call above it (``m = 1e8`` constraints would hold 800 MB)
+_CACHED_RANGE = 2**20
+
+_clock = time.perf_counter
+
 
 def problem_kind(problem: object) -> str:
     """The kind of a problem (its ``kind`` attribute), validated."""
@@ -81,18 +87,24 @@ def problem_kind(problem: object) -> str:
     return str(kind)
 
 
+def _real_array(X: Any, what: str) -> Any:
+    """``X`` as an array of real numbers (integer or float dtype), or :class:`InvalidInputError`."""
+    try:
+        src = np.asarray(X)
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(f"{what}: points must be an array of real numbers, got {type(X).__name__} ({exc})") from None
+    if src.dtype.kind not in "fiu" or isinstance(X, np.ma.MaskedArray):
+        raise InvalidInputError(
+            f"{what}: points must be real numbers, got a {type(X).__name__} of dtype {src.dtype} and shape {src.shape}"
+        )
+    return src
+
+
 def _as_points(X: Any, dim: int, what: str) -> Array:
     """A fresh read-only float64 ``(k, dim)`` copy of real-valued points ``X`` (one point may be 1-D)."""
     src = X
     if type(X) is not np.ndarray or X.dtype.kind not in "fiu":
-        try:
-            src = np.asarray(X)
-        except (ValueError, TypeError) as exc:
-            raise InvalidInputError(f"{what}: points must be an array of real numbers, got {type(X).__name__} ({exc})") from None
-        if src.dtype.kind not in "fiu" or isinstance(X, np.ma.MaskedArray):
-            raise InvalidInputError(
-                f"{what}: points must be real numbers, got a {type(X).__name__} of dtype {src.dtype} and shape {src.shape}"
-            )
+        src = _real_array(X, what)
     arr = np.array(src, dtype=np.float64, copy=True)
     if arr.ndim == 1 and arr.shape[0] == dim:
         arr = arr[None, :]
@@ -103,6 +115,23 @@ def _as_points(X: Any, dim: int, what: str) -> Array:
         )
     arr.setflags(write=False)
     return arr
+
+
+def _one_point(x: Any, dim: int, what: str) -> Array:
+    """A fresh read-only float64 ``(1, dim)`` copy of one real point ``x`` (shape ``(dim,)`` or ``(1, dim)``).
+
+    The same checks and messages as :func:`_as_points`, and the same array it makes of
+    ``x.reshape(1, dim)`` (a C-contiguous ``(1, dim)`` copy of its own).
+    """
+    src = x
+    if type(x) is not np.ndarray or x.dtype.kind not in "fiu":
+        src = _real_array(x, what)
+    shape = src.shape
+    if shape != (dim,) and shape != (1, dim):
+        raise ShapeError(f"{what}: expected one point of shape ({dim},) (or (1, {dim})), got shape {np.shape(x)}")
+    pts: Array = np.array(src.reshape(1, dim), dtype=np.float64, copy=True)
+    pts.setflags(write=False)
+    return pts
 
 
 def _refcount_of_temporary(a: object) -> int:
@@ -133,12 +162,16 @@ def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -
     variable of the caller counts as referenced elsewhere and is copied.
     """
     fresh = _FRESH_REFS > 0 and sys.getrefcount(raw) <= _FRESH_REFS
-    expected = f"({k},)" if per_point else f"({k}, {b})"
-    inputs = f"{k} point(s)" if per_point else f"{k} point(s) and {b} index(es)"
     if type(raw) is np.ndarray and raw.dtype == np.float64:
         arr: Array = raw
+        if arr.shape == (k, b):  # the common case: no message to prepare
+            if not (fresh and arr.flags.owndata and arr.flags.writeable):
+                arr = arr.copy()  # the solver owns its values: never an alias of user memory
+            return arr
         fresh = fresh and arr.flags.owndata and arr.flags.writeable
-    else:
+    expected = f"({k},)" if per_point else f"({k}, {b})"
+    inputs = f"{k} point(s)" if per_point else f"{k} point(s) and {b} index(es)"
+    if type(raw) is not np.ndarray or raw.dtype != np.float64:
         if raw is None:
             raise InvalidInputError(
                 f"{what} returned None for {inputs}; it must return an array of "
@@ -305,6 +338,9 @@ class CountingOracle:
         self.has_constraint_gradient = isinstance(problem, HasConstraintGradient)
         self.has_minimax_gradient = isinstance(problem, HasMinimaxGradient)
         self._all: dict[int, IntArray] = {}
+        self._names: dict[tuple[str, str], str] = {}
+        self._one_shape = (self.dim,)
+        self._row_shape = (1, self.dim)
         self._trusted: dict[int, tuple[IntArray, int]] = {}
         self.monitor = MonitorOracle(self)
 
@@ -327,6 +363,71 @@ class CountingOracle:
         pts = _as_points(X, self.dim, "constraints")
         ids = self._indices(idx, self.m, "constraint")
         return self._evaluate(self._problem.constraints, (pts,), ids, "constraint", purpose, True)
+
+    def evaluate_full(self, x: Any, *, purpose: str = "estimate") -> tuple[float, Array | None]:
+        """The full objective ``f(x)`` (mean of all ``n`` components) and all ``m`` constraints at one point.
+
+        Returns ``(f, g)``: ``f`` is ``objective(x, None).mean(axis=1)[0]`` bit for bit and ``g`` is
+        ``constraints(x, None)[0]`` (shape ``(m,)``) for a constrained problem, ``None`` otherwise. The
+        counts are those of the two calls (``n`` objective and ``m`` constraint evaluations under
+        ``purpose``, one user call each), and so are the checks: the point must be one point of real
+        numbers, ``(d,)`` or ``(1, d)``; results are checked by :func:`as_values` and non-finite ones
+        handled by the ``nonfinite`` policy. The budget is checked first for the whole ``n + m``:
+        :class:`~zoframe.errors.BudgetExhausted` is raised before anything is evaluated unless both
+        calls fit. This is the one-point path of peers that evaluate a point at a time.
+        """
+        kind = self.kind
+        if kind == "minimax":
+            self._require(("finite_sum", "constrained", "composite"), "objective")
+        n = self.n
+        m = self.m if kind == "constrained" else 0
+        calls = self.calls
+        if self.max_calls is not None and calls + n + m > self.max_calls:
+            raise BudgetExhausted(n + m, calls, self.max_calls)
+        if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == self._one_shape:
+            pts = x.reshape(self._row_shape).copy()  # _one_point's array, without its checks' layers
+            pts.setflags(write=False)
+        else:
+            pts = _one_point(x, self.dim, "evaluate_full")
+        problem = self._problem
+        # the objective over all n components: one row is one block, one call
+        fn = problem.components
+        ids = self._indices(None, n, "component")
+        name = self._function_name(fn, "objective")
+        self.calls = calls + n
+        self.calls_by_kind["objective"] += n
+        self.calls_by_purpose[purpose] += n
+        self.user_calls += 1
+        t0 = _clock()
+        try:
+            out = as_values(fn(pts, ids), 1, n, name)
+        finally:
+            self.seconds += _clock() - t0
+        # the row's sum is finite only if every value is (NaN and infinities propagate); a finite
+        # overflow is told apart by the exact check, as in _evaluate
+        total = np.add.reduce(out, axis=1)[0]
+        if not math.isfinite(total) and not np.isfinite(out).all():
+            out = self._nonfinite(out, (pts,), ids, "objective")
+            total = np.add.reduce(out, axis=1)[0]
+        f = float(total) / n  # ndarray.mean: the same sum, divided by n
+        if not m:
+            return f, None
+        fn = problem.constraints
+        ids = self._indices(None, m, "constraint")
+        name = self._function_name(fn, "constraint")
+        self.calls += m
+        self.calls_by_kind["constraint"] += m
+        self.calls_by_purpose[purpose] += m
+        self.user_calls += 1
+        t0 = _clock()
+        try:
+            g = as_values(fn(pts, ids), 1, m, name)
+        finally:
+            self.seconds += _clock() - t0
+        flat = g.reshape(-1)
+        if not math.isfinite(float(flat @ flat)) and not np.isfinite(g).all():
+            g = self._nonfinite(g, (pts,), ids, "constraint")
+        return f, g[0]
 
     def minimax(self, X: Any, Y: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """Values ``(k, b)`` of ``F_idx`` at row pairs ``(X[r], Y[r])``; a single row broadcasts."""
@@ -470,8 +571,10 @@ class CountingOracle:
         if idx is None:
             full = self._all.get(size)
             if full is None:
-                full = self._all[size] = np.arange(size, dtype=np.intp)
+                full = np.arange(size, dtype=np.intp)
                 full.setflags(write=False)
+                if size <= _CACHED_RANGE:  # a larger range is built per call, not held for the run
+                    self._all[size] = full
             return full
         drawn = self._trusted.get(id(idx))
         if drawn is not None and drawn[0] is idx and drawn[1] <= size:
@@ -508,7 +611,11 @@ class CountingOracle:
 
     def _function_name(self, fn: Callable[..., Any], kind: str) -> str:
         method = getattr(fn, "__name__", "function")
-        return f"the {kind} function ({type(self._problem).__name__}.{method})"
+        key = (kind, method)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = f"the {kind} function ({type(self._problem).__name__}.{method})"
+        return name
 
     def _evaluate(
         self,
@@ -520,20 +627,29 @@ class CountingOracle:
         budgeted: bool,
     ) -> Array:
         k, b = arrays[0].shape[0], ids.shape[0]
-        self._charge(k * b, kind, purpose, budgeted)
+        count = k * b
+        if budgeted:  # _charge, inline (the hot path)
+            if self.max_calls is not None and self.calls + count > self.max_calls:
+                raise BudgetExhausted(count, self.calls, self.max_calls)
+            self.calls += count
+            self.calls_by_kind[kind] += count
+        self.calls_by_purpose[purpose] += count
         B = self.block_rows
-        self.user_calls += -(-k // B)  # one call per block of at most B rows
-        t0 = time.perf_counter()
         if k <= B:  # one block: one call (the hot path)
+            self.user_calls += 1
+            name = self._function_name(fn, kind)
+            t0 = _clock()
             try:
-                out = as_values(fn(*arrays, ids), k, b, self._function_name(fn, kind))
+                out = as_values(fn(*arrays, ids), k, b, name)
             finally:
-                self.seconds += time.perf_counter() - t0
+                self.seconds += _clock() - t0
         else:
+            self.user_calls += -(-k // B)  # one call per block of at most B rows
+            t0 = _clock()
             try:
                 out = self._evaluate_blocks(fn, arrays, ids, kind)
             finally:
-                self.seconds += time.perf_counter() - t0
+                self.seconds += _clock() - t0
         # NaN or inf make the sum of squares non-finite (one fused pass); a finite overflow is
         # told apart by the exact check
         flat = out.reshape(-1)
