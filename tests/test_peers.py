@@ -222,7 +222,7 @@ def test_ng_cobyla_ends_when_its_underlying_optimizer_has_converged(monkeypatch:
             if self.asks > 5:
                 import warnings
 
-                warnings.warn("Underlying optimizer has already converged", FinishedUnderlyingOptimizerWarning)
+                warnings.warn("Underlying optimizer has already converged", FinishedUnderlyingOptimizerWarning, stacklevel=2)
             return self.inner.ask()
 
         def tell(self, *args: Any, **kwargs: Any) -> None:

@@ -47,7 +47,7 @@ class Shipped:
                 if not self._cloud:
                     raise
                 try:
-                    import cloudpickle
+                    import cloudpickle  # type: ignore[import-untyped]
                 except ImportError:
                     raise
                 buffers = []
@@ -65,7 +65,7 @@ def _aligned(data: bytes, readonly: bool) -> memoryview:
     start = (-block.ctypes.data) % _ALIGN
     out = block[start : start + len(data)]
     out[:] = np.frombuffer(data, dtype=np.uint8)
-    view = memoryview(out)
+    view = memoryview(out.data)
     return view.toreadonly() if readonly else view
 
 
