@@ -223,3 +223,69 @@ def test_sparse_sampling_equals_the_plain_formula() -> None:
         u = rng.random(128)
         got = sample_sparse(support, values, floor, m, u)
         assert got.dtype == np.intp and np.array_equal(got, _sample_sparse_reference(support, values, floor, m, u))
+
+
+def test_floor_threshold_equals_the_weighted_threshold_bit_for_bit() -> None:
+    """The floor block's threshold counts its weights instead of summing them: the same tau."""
+    from zoframe_constrained.simplex import _floor_threshold
+
+    rng = np.random.default_rng(12)
+    for _ in range(500):
+        k = int(rng.integers(0, 80))
+        values = np.empty(k + 1)
+        values[:k] = rng.exponential(size=k) * rng.choice([1e-6, 1e-2, 1.0, 30.0])
+        values[k] = float(rng.choice([0.0, rng.uniform(0.0, 1e-3), rng.uniform(0.0, 2.0)]))
+        n_floor = int(rng.choice([1, int(rng.integers(1, 50)), int(rng.integers(1, 10**8))]))
+        counts = np.ones(k + 1)
+        counts[k] = float(n_floor)
+        assert _floor_threshold(values.copy(), n_floor) == simplex_threshold(values, counts)
+
+
+def _pz_reference(pz, h, eta: float, a: float, b: float):  # type: ignore[no-untyped-def]
+    """pz_project, pz_average and pz_ema of the sparse form as plain expressions (every array new)."""
+    from zoframe_constrained.simplex import PZ, _merge
+
+    v = pz.p + eta * pz.z
+    n_floor = pz.m - pz.support.shape[0]
+    v_floor = pz.p_floor + eta * pz.z_floor
+    if n_floor > 0:
+        tau = simplex_threshold(np.append(v, v_floor), np.append(np.ones_like(v), float(n_floor)))
+    else:
+        tau = simplex_threshold(v)
+    p_hat = v - tau
+    p_hat[p_hat < FLUSH] = 0.0
+    floor = v_floor - tau
+    floor = floor if floor >= FLUSH else 0.0
+    p = (1.0 - a) * pz.p + a * p_hat
+    p_floor = (1.0 - a) * pz.p_floor + a * floor
+    positive = h.gain > 0.0
+    order = np.argsort(h.idx[positive])
+    gained, gain = h.idx[positive][order], h.gain[positive][order]
+    support, (p, z) = _merge(pz.support, gained, (p, p_floor), (pz.z, pz.z_floor))
+    z = (1.0 - b) * z + b * (-h.lam * p)
+    z[np.searchsorted(support, gained)] += b * gain
+    z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * p_floor)
+    return PZ(p, z, support, p_floor, z_floor, pz.m)
+
+
+def test_adszog_sparse_kernels_equal_the_plain_expressions_bit_for_bit() -> None:
+    from zoframe_constrained.simplex import PZ, pz_average, pz_ema, pz_project
+
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        m = int(rng.integers(2, 3000))
+        k = int(rng.integers(0, min(m, 80) + 1))
+        support = np.sort(rng.choice(m, size=k, replace=False)).astype(np.intp)
+        p = rng.exponential(size=k)
+        p_floor = float(rng.choice([0.0, rng.uniform(0.0, 1e-3)])) if k else float(rng.uniform(1e-6, 1e-3))
+        total = p.sum() + p_floor * (m - k)
+        pz = PZ(p / total, rng.standard_normal(k) * 1e-3, support, p_floor / total, float(rng.normal() * 1e-6), m)
+        M3 = rng.choice(m, size=min(m, 20), replace=False).astype(np.intp)
+        gain = np.where(rng.random(M3.shape[0]) < 0.5, 0.0, rng.exponential(size=M3.shape[0]))
+        h = Ascent(idx=M3, gain=gain, lam=1e-6)
+        eta, a, b = float(rng.uniform(1e-3, 1.0)), float(rng.uniform(0.1, 0.9)), float(rng.uniform(0.1, 0.9))
+        got = pz_ema(pz_average(pz, pz_project(pz, eta), a), h, b)
+        ref = _pz_reference(pz, h, eta, a, b)
+        for field in ("p", "z", "support"):
+            assert np.array_equal(getattr(got, field), getattr(ref, field)), field
+        assert (got.p_floor, got.z_floor, got.m) == (ref.p_floor, ref.z_floor, ref.m)
