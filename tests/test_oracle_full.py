@@ -19,6 +19,7 @@ import pytest
 
 import zoframe
 from zoframe import BudgetExhausted, CountingOracle, NonFiniteValueError, ShapeError
+from zoframe import oracle as oracle_module
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import _CACHED_RANGE
 from zoframe.testing.problems import SmokeComposite, SmokeConstrained, SmokeFiniteSum, SmokeMinimax
@@ -312,13 +313,14 @@ def test_one_call_each_whatever_block_rows_and_never_an_executor() -> None:
 # ---------------------------------------------------------------- idx=None: the full range
 
 
-def test_the_full_range_is_kept_for_the_run_only_when_small() -> None:
-    m = _CACHED_RANGE + 1
+def test_the_full_range_is_kept_for_the_run_only_when_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _CACHED_RANGE <= 2**24  # 128 MB at most (m = 1e8 constraints would hold 800 MB)
+    monkeypatch.setattr(oracle_module, "_CACHED_RANGE", 4096)  # the same rule, at a size a test affords
+    m = 200_000
     problem = _Bare(dim=2, n=3, m=m)
     o = CountingOracle(problem)
     o.evaluate_full(np.zeros(2))  # warm: n's range is cached, m's is not
     assert 3 in o._all and m not in o._all
-    assert all(a.size <= _CACHED_RANGE for a in o._all.values())
     problem.seen.clear()
     tracemalloc.start()
     try:
@@ -330,8 +332,8 @@ def test_the_full_range_is_kept_for_the_run_only_when_small() -> None:
         held = tracemalloc.get_traced_memory()[0] - base
     finally:
         tracemalloc.stop()
-    assert held < 1_000_000  # the 8 MB range (and the values) are gone after the calls
-    assert all(a.size <= _CACHED_RANGE for a in o._all.values())
+    assert held < 2 * m  # the range (8 m bytes) and the values are gone after the calls
+    assert all(a.size <= 4096 for a in o._all.values())
     ids = o._indices(None, m, "constraint")
     assert np.array_equal(ids, np.arange(m)) and ids.dtype == np.intp and not ids.flags.writeable
     small = o._indices(None, 3, "component")

@@ -69,8 +69,10 @@ __all__ = ["DEFAULT_BLOCK_ROWS", "CountingOracle", "MonitorOracle", "as_values",
 DEFAULT_BLOCK_ROWS = 256
 
 # ``idx=None`` means all components / constraints: ``arange(size)`` is kept for the run up to this
-# size (8 MB) and built afresh per call above it (``m = 1e8`` constraints would hold 800 MB)
-_CACHED_RANGE = 2**20
+# size (128 MB, no more than one call's values) and built afresh per call above it, where holding
+# it would cost more than rebuilding it saves (``m = 1e8`` constraints: 800 MB held for the run,
+# against about 0.2 s per full pass next to the pass's own values of the same size)
+_CACHED_RANGE = 2**24
 
 _clock = time.perf_counter
 
@@ -106,9 +108,10 @@ def _as_points(X: Any, dim: int, what: str) -> Array:
     if type(X) is not np.ndarray or X.dtype.kind not in "fiu":
         src = _real_array(X, what)
     arr = np.array(src, dtype=np.float64, copy=True)
-    if arr.ndim == 1 and arr.shape[0] == dim:
+    shape = arr.shape
+    if len(shape) == 1 and shape[0] == dim:
         arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[1] != dim:
+    elif len(shape) != 2 or shape[1] != dim:
         raise ShapeError(
             f"{what}: expected points of shape (k, {dim}) (or one point of shape ({dim},)), "
             f"got shape {np.shape(X)}"
@@ -352,14 +355,16 @@ class CountingOracle:
 
     def objective(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """Values ``(k, b)`` of finite-sum components ``idx`` (all ``n`` if ``None``) at rows of ``X``."""
-        self._require(("finite_sum", "constrained", "composite"), "objective")
+        if self.kind == "minimax":
+            self._require(("finite_sum", "constrained", "composite"), "objective")
         pts = _as_points(X, self.dim, "objective")
         ids = self._indices(idx, self.n, "component")
         return self._evaluate(self._problem.components, (pts,), ids, "objective", purpose, True)
 
     def constraints(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """Values ``(k, b)`` of constraints ``idx`` (all ``m`` if ``None``) at rows of ``X``."""
-        self._require(("constrained",), "constraints")
+        if self.kind != "constrained":
+            self._require(("constrained",), "constraints")
         pts = _as_points(X, self.dim, "constraints")
         ids = self._indices(idx, self.m, "constraint")
         return self._evaluate(self._problem.constraints, (pts,), ids, "constraint", purpose, True)
@@ -425,7 +430,7 @@ class CountingOracle:
         finally:
             self.seconds += _clock() - t0
         flat = g.reshape(-1)
-        if not math.isfinite(float(flat @ flat)) and not np.isfinite(g).all():
+        if not math.isfinite(flat.dot(flat)) and not np.isfinite(g).all():
             g = self._nonfinite(g, (pts,), ids, "constraint")
         return f, g[0]
 
@@ -653,7 +658,7 @@ class CountingOracle:
         # NaN or inf make the sum of squares non-finite (one fused pass); a finite overflow is
         # told apart by the exact check
         flat = out.reshape(-1)
-        if not math.isfinite(float(flat @ flat)) and not np.isfinite(out).all():
+        if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
             out = self._nonfinite(out, arrays, ids, kind)
         return out
 
