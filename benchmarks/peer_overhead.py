@@ -3,18 +3,29 @@
 Target: a peer run through ``zoframe.minimize`` costs at most 1.1x the same peer called directly on
 the same problem with the same budget. Both sides make the same evaluations (same start, same
 options, the budget in peer points: ``max_calls = points * (n + m)`` through zoframe, the peer's own
-evaluation limit directly), so the ratio measures zoframe's bridge alone: the counting oracle, the
-driver loop, the thread handoff of the scipy peers every ``d + 1`` points, the best-point tracking.
+evaluation limit directly; the direct side's function is the mean of all ``n`` components and, for a
+constrained problem, all ``m`` constraints, the values zoframe hands the peer), so the ratio measures
+zoframe's bridge alone:
+
+* the counting oracle: one ``CountingOracle.evaluate_full`` per point of a scipy peer (budget, counts,
+  input and result checks, non-finite policy, the row's mean), a batch per CMA-ES generation;
+* the peer's session: replay log, best point, the clip into simple bounds;
+* the thread handoff of the scipy peers every ``points_per_step`` points (default ``10 (d + 1)``),
+  and the driver loop between chunks;
+* each run's fixed cost (building the run, the peer's thread, the BLAS thread limit, the result).
 
 Cases (problem, peer, points):
 
 * ``random-qp`` (d = 10, m = 20 linear constraints, n = 1) with scipy's ``cobyla``;
 * the same QP with pycma's ``cma-es`` (augmented Lagrangian);
 * ``least-squares`` (d = 10, n = 200 components, no constraints) with scipy's ``nelder-mead``: a
-  function of about 15 microseconds per point, where zoframe's fixed cost per point shows;
-* the same with n = 5000 components (a costlier function).
+  function of about 10 microseconds per point (about 22 with Nelder-Mead's own work), where
+  zoframe's fixed cost per point shows;
+* the same with n = 5000 components (a costlier function, about 80 microseconds per point).
 
-``overhead_us_per_point`` is the difference of the medians per peer point.
+``overhead_us_per_point`` is the difference of the medians per peer point. On a busy machine the
+thread handoffs (each waits for the other thread to be scheduled) move the ratio of the cheap cases
+most: run it twice and compare.
 
 Each case runs direct and through zoframe alternately, ``--repeats`` times, side by side in one
 process; the JSON line gives each case's median times and the median of the per-repeat ratios.
