@@ -273,9 +273,14 @@ def _block_stats(vals: Array, lo: int, tol: float, top: int, above: float | None
         total = (float(viol.sum()), float(np.einsum("i,i->", viol, viol)))  # einsum: no BLAS threads
     top_ids, top_vals, above_ids, above_vals = _NO_IDS, _NO_VALS, _NO_IDS, _NO_VALS
     if top:
-        k = min(top, vals.shape[0])
-        sel = np.argpartition(vals, vals.shape[0] - k)[vals.shape[0] - k :] if k < vals.shape[0] else np.arange(k)
-        sel = np.sort(sel)
+        n = vals.shape[0]
+        k = min(top, n)
+        if k < n:  # the k largest, ties at the k-th value by index (argpartition alone picks any of them)
+            kth = np.partition(vals, n - k)[n - k]
+            over = np.flatnonzero(vals > kth)
+            sel = np.union1d(over, np.flatnonzero(vals == kth)[: k - over.shape[0]])
+        else:
+            sel = np.arange(n)
         top_ids, top_vals = (sel + lo).astype(np.intp), vals[sel]
     if above is not None:
         sel = np.flatnonzero(vals > above)
@@ -308,21 +313,41 @@ def _pass_blocks(
                     "fix the function, or use an oracle with nonfinite='inf' to count such values as violated"
                 )
             vals[bad] = np.inf
-        out.append(_block_stats(vals, lo, tol, top, above))
+        stats = _block_stats(vals, lo, tol, top, above)
+        if top and out:  # one running top per task: O(top) kept, not O(top) per block
+            prev = out[-1]
+            ids = np.concatenate([prev[4], stats[4]])
+            kept = np.concatenate([prev[5], stats[5]])
+            order = np.lexsort((ids, -kept))[:top]  # largest first, ties by index
+            out[-1] = (*prev[:4], _NO_IDS, _NO_VALS, *prev[6:])
+            stats = (*stats[:4], ids[order], kept[order], *stats[6:])
+        out.append(stats)
     return out
 
 
-def _pass_source(source: Any) -> tuple[Callable[[Array, NDArray[np.intp]], Any], int, int, str, CountingOracle | None, bool]:
-    """``(function, m, dim, nonfinite policy, oracle to charge or None, budgeted)`` of the source."""
+_Source = tuple[
+    Callable[[Array, NDArray[np.intp]], Any], int, int, str, CountingOracle | None, bool, Callable[[int], None] | None
+]
+
+
+def _pass_source(source: Any) -> _Source:
+    """``(function, m, dim, nonfinite policy, oracle to charge or None, budgeted, monitor's check)``.
+
+    The monitor's check is the ``_take(cost)`` of a monitor whose evaluations count against the run's
+    budget (:class:`zoframe.observers.trace.MonitorBudget`): it refuses the pass before it runs.
+    """
     budgeted = True
+    take: Callable[[int], None] | None = None
     if isinstance(source, MonitorOracle):
+        found = getattr(source, "_take", None)
+        take = found if callable(found) else None
         source = source._p  # the monitor's parent oracle: charged outside the budget
         budgeted = False
     if isinstance(source, CountingOracle):
         if source.kind != "constrained":
             raise InvalidInputError(f"max_violation_full needs a constrained problem, the oracle's is {source.kind!r}")
         problem = source._problem  # the oracle's own problem (same package): evaluated block by block
-        return problem.constraints, source.m, source.dim, source.nonfinite, source, budgeted
+        return problem.constraints, source.m, source.dim, source.nonfinite, source, budgeted, take
     fn = getattr(source, "constraints", None)
     m = getattr(source, "m", None)
     if not callable(fn) or not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
@@ -330,7 +355,7 @@ def _pass_source(source: Any) -> tuple[Callable[[Array, NDArray[np.intp]], Any],
             "max_violation_full needs a CountingOracle, its monitor, or a constrained problem with "
             f"constraints(X, idx) and m >= 1; got {type(source).__name__}"
         )
-    return fn, int(m), int(getattr(source, "dim", -1)), "raise", None, False
+    return fn, int(m), int(getattr(source, "dim", -1)), "raise", None, False, None
 
 
 def max_violation_full(
@@ -349,12 +374,13 @@ def max_violation_full(
 
     ``source``: a :class:`~zoframe.oracle.CountingOracle` (the ``m`` evaluations are charged to its
     budget under ``purpose`` before anything is evaluated), its ``monitor`` (counted as
-    ``"monitor"``, outside the budget) or a constrained problem (anything with ``constraints(X,
-    idx)`` and ``m``). Each block ``[lo, lo + block)`` is one call of the constraint function with
+    ``"monitor"``, outside the budget; a monitor that counts against the run's budget refuses the
+    whole pass before it runs) or a constrained problem (anything with ``constraints(X, idx)`` and
+    ``m``). An oracle's ``user_calls`` grows by the number of blocks. Each block ``[lo, lo + block)`` is one call of the constraint function with
     the consecutive indices of the block, reduced at once to its max, count violated (``f_j > tol``),
     sum of violations and, with ``top > 0``, its ``top`` largest values (with ``above``, every value
     ``> above`` is kept too, e.g. ``above=0.0``: the violated constraints): memory is ``O(block +
-    tasks * top)`` plus what ``above`` keeps, whatever ``m`` is (10^8 constraints are never held at
+    tasks * top)`` (each task keeps one running top) plus what ``above`` keeps, whatever ``m`` is (10^8 constraints are never held at
     once).
 
     ``executor``: a :class:`concurrent.futures.Executor` (thread or process pool, a
@@ -367,7 +393,7 @@ def max_violation_full(
     The restoration's check (R1 of DSZOG / ADSZOG) and the verification report's feasibility
     measure are such full passes.
     """
-    fn, m, dim, nonfinite, oracle, budgeted = _pass_source(source)
+    fn, m, dim, nonfinite, oracle, budgeted, take = _pass_source(source)
     if not isinstance(block, (int, np.integer)) or isinstance(block, bool) or block < 1:
         raise InvalidInputError(f"block must be a positive integer (constraints per call), got {block!r}")
     if not isinstance(top, (int, np.integer)) or isinstance(top, bool) or top < 0:
@@ -387,7 +413,10 @@ def max_violation_full(
     edges = [*range(0, m, int(block)), m]
     ranges = list(itertools.pairwise(edges))
     if oracle is not None:  # the budget is checked before anything is evaluated
+        if take is not None:
+            take(m)
         oracle._charge(m, "constraint", purpose if budgeted else "monitor", budgeted)
+        oracle.user_calls += len(ranges)  # one call of the user's function per block
     t0 = time.perf_counter()
     if executor is None:
         stats = _pass_blocks(fn, point, ranges, float(tol), int(top), cut, nonfinite, name)

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from zoframe.errors import InvalidInputError, ShapeError
+from zoframe.measures import FULL_PASS_BLOCK, max_violation_full
 from zoframe.oracle import MonitorOracle, as_values
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
 from zoframe.sets import Box
@@ -180,19 +181,35 @@ def _eval_batched(
     return out
 
 
-def constrained_measures(x: Array, monitor: MonitorOracle, violation_tol: float) -> dict[str, float]:
+def constrained_measures(
+    x: Array, monitor: MonitorOracle, violation_tol: float, *, block: int = FULL_PASS_BLOCK
+) -> dict[str, float]:
     """Objective and violation measures of a constrained problem at ``x`` (a full pass over all m).
 
     ``fun`` (the objective), ``max_violation`` and ``mean_violation`` (of ``max(f_j, 0)``) and
     ``frac_violated`` (the fraction of constraints above ``violation_tol``).
+
+    Up to ``block`` constraints they come from one monitor call over all ``m``; above, from
+    :func:`zoframe.measures.max_violation_full` in blocks of ``block`` (memory ``O(block)`` whatever
+    ``m`` is; ``mean_violation = sum_violation / m``, equal to the one-call mean up to the order of
+    summation). Either way the monitor counts ``m`` constraint evaluations (and ``n`` objective ones),
+    and a monitor charged to the run's budget refuses the pass before it runs.
     """
-    g = monitor.constraints(x)[0]
-    viol = np.maximum(g, 0.0)
+    if monitor._p.m <= block:
+        g = monitor.constraints(x)[0]
+        viol = np.maximum(g, 0.0)
+        return {
+            "fun": float(monitor.objective(x).mean()),
+            "max_violation": float(viol.max()),
+            "mean_violation": float(viol.mean()),
+            "frac_violated": float(np.mean(g > violation_tol)),
+        }
+    full = max_violation_full(monitor, x, block=block, tol=violation_tol, purpose="monitor")
     return {
         "fun": float(monitor.objective(x).mean()),
-        "max_violation": float(viol.max()),
-        "mean_violation": float(viol.mean()),
-        "frac_violated": float(np.mean(g > violation_tol)),
+        "max_violation": full.max_violation,
+        "mean_violation": full.mean_violation,
+        "frac_violated": full.frac_violated,
     }
 
 

@@ -20,6 +20,7 @@ not part of any solver's budget.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 import math
 from typing import Any
@@ -27,7 +28,14 @@ from typing import Any
 import numpy as np
 
 from zoframe.errors import InvalidInputError, ShapeError
-from zoframe.measures import central_difference_gradient, gradient_mapping, kkt_residuals
+from zoframe.measures import (
+    FULL_PASS_BLOCK,
+    central_difference_gradient,
+    fit_multipliers,
+    gradient_mapping,
+    kkt_residuals,
+    max_violation_full,
+)
 from zoframe.protocols import Array, HasConstraintGradient, HasGradient, HasMinimaxGradient, IntArray
 
 __all__ = [
@@ -90,7 +98,8 @@ def objective_gradient(problem: Any, x: Array) -> tuple[Array, str]:
 
 
 def constraint_values(problem: Any, x: Array) -> Array:
-    """All ``m`` constraint values ``f_j(x)``, in blocks of :data:`CHUNK`."""
+    """All ``m`` constraint values ``f_j(x)``, in blocks of :data:`CHUNK` (all ``m`` held at once:
+    the reports use it up to one block of the full pass, and :func:`max_violation_full` above)."""
     m = int(problem.m)
     parts = [np.asarray(problem.constraints(x[None, :], idx), dtype=np.float64).reshape(-1) for idx in _blocks(m)]
     return np.concatenate(parts)
@@ -112,6 +121,39 @@ def _constraint_grads(problem: Any, x: Array) -> tuple[Callable[[IntArray], Arra
     return central, "central differences"
 
 
+def _check_block(block: Any) -> int:
+    if not isinstance(block, (int, np.integer)) or isinstance(block, bool) or block < 1:
+        raise InvalidInputError(f"block must be a positive integer (constraints per call), got {block!r}")
+    return int(block)
+
+
+def _grad_rows(block: int, dim: int) -> int:
+    """Rows of constraint gradients per step: ``(rows, d)`` gradients take the memory of one block of values."""
+    return max(1, block // max(1, dim))
+
+
+def _weighted_grads(cgrads: Callable[[IntArray], Array], idx: IntArray, weights: Array, rows: int) -> Array | float:
+    """``sum_j weights_j grad f_j`` over ``idx``, ``rows`` gradients at a time (one product up to ``rows``)."""
+    if idx.size == 0:
+        return 0.0
+    if idx.size <= rows:
+        out: Array = cgrads(idx).T @ weights
+        return out
+    total = cgrads(idx[:rows]).T @ weights[:rows]
+    for lo in range(rows, idx.size, rows):
+        total = total + cgrads(idx[lo : lo + rows]).T @ weights[lo : lo + rows]
+    return total
+
+
+def _values_at(problem: Any, x: Array, idx: IntArray, block: int) -> Array:
+    """``f_j(x)`` for the indices ``idx``, ``block`` of them per call."""
+    parts = [
+        np.asarray(problem.constraints(x[None, :], idx[lo : lo + block]), dtype=np.float64).reshape(-1)
+        for lo in range(0, idx.size, block)
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 # --------------------------------------------------------------------------- constrained
 @dataclass(frozen=True)
 class KKTReport:
@@ -120,7 +162,9 @@ class KKTReport:
     ``eps1 = ||grad f0 + sum_j alpha_j grad f_j||``, ``eps2 = sqrt(sum_j max(f_j, 0)^2)``,
     ``eps3 = sqrt(sum_j (alpha_j f_j)^2)``; ``multipliers_source`` says whether ``alpha`` was fitted
     by NNLS over the nearly active set ``{j : f_j >= -active_tol}`` or taken from a reference;
-    ``n_active`` is the size of the set whose gradients were formed.
+    ``n_active`` is the size of the set whose gradients were formed. ``support`` (increasing) and
+    ``support_multipliers`` are the ``alpha_j > 0``; :attr:`multipliers` is ``alpha`` as a vector of
+    length ``m`` (zero off the support), built when asked for.
     """
 
     eps1: float
@@ -131,10 +175,22 @@ class KKTReport:
     grad_norm: float
     n_active: int
     active_tol: float
-    multipliers: Array
     multipliers_source: str
     gradient_source: str
     constraint_gradient_source: str
+    m: int
+    support: IntArray
+    support_multipliers: Array
+    dense_multipliers: Array | None = field(default=None, repr=False)
+
+    @property
+    def multipliers(self) -> Array:
+        """``alpha`` of length ``m`` (built from the support unless the report holds it already)."""
+        if self.dense_multipliers is not None:
+            return self.dense_multipliers
+        out = np.zeros(self.m)
+        out[self.support] = self.support_multipliers
+        return out
 
     def measures(self) -> dict[str, float]:
         return {
@@ -149,6 +205,34 @@ class KKTReport:
         }
 
 
+def _given_multipliers(multipliers: Any, indices: Any, m: int) -> tuple[IntArray, Array]:
+    """The ``alpha_j > 0`` of given multipliers: ``(support, values)``, support increasing.
+
+    ``multipliers`` has length ``m``, or with ``indices`` it holds ``alpha`` at those indices (zero
+    elsewhere).
+    """
+    alpha = np.asarray(multipliers, dtype=np.float64)
+    if indices is None:
+        if alpha.shape != (m,):
+            raise ShapeError(f"multipliers must have shape ({m},), got {alpha.shape}")
+        ids = None
+    else:
+        alpha = alpha.reshape(-1)
+        ids = np.asarray(indices)
+        if ids.ndim != 1 or ids.shape != alpha.shape or (ids.size and ids.dtype.kind not in "iu"):
+            raise ShapeError(f"multiplier_indices must be 1-D integers, one per multiplier; got {ids.dtype} {ids.shape} for {alpha.shape}")
+        ids = ids.astype(np.intp)
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= m or np.unique(ids).size != ids.size):
+            raise ShapeError(f"multiplier_indices must be distinct indices in 0..{m - 1}")
+    if np.any(alpha < 0):
+        raise InvalidInputError("multipliers must be >= 0 (sign convention: L = f0 + sum alpha_j f_j)")
+    pos = np.flatnonzero(alpha > 0)
+    if ids is None:
+        return pos.astype(np.intp), alpha[pos]
+    order = np.argsort(ids[pos], kind="stable")
+    return ids[pos][order], alpha[pos][order]
+
+
 def kkt_report(
     problem: Any,
     x: Any,
@@ -157,36 +241,95 @@ def kkt_report(
     multipliers_source: str = "reference",
     active_tol: float = 1e-6,
     max_active: int | None = 10000,
+    multiplier_indices: IntArray | None = None,
+    block: int = FULL_PASS_BLOCK,
+    executor: Executor | None = None,
 ) -> KKTReport:
     """KKT residuals of a constrained problem at ``x`` (ICML DSZOG Definition 5.3).
 
     With ``multipliers=None`` the multipliers are fitted by non-negative least squares over the
     constraints with ``f_j(x) >= -active_tol`` (at most ``max_active`` of them, largest values
     first); only those constraints' gradients are formed, so ``m`` may be huge. Given
-    ``multipliers`` (length ``m``, ``>= 0``, e.g. a reference solution's duals) are used as they are.
+    ``multipliers`` (length ``m``, ``>= 0``, e.g. a reference solution's duals; or their values at
+    ``multiplier_indices``, zero elsewhere) are used as they are.
+
+    Up to ``block`` constraints, all ``m`` values are formed at once (:func:`kkt_residuals`). Above,
+    one :func:`~zoframe.measures.max_violation_full` pass in blocks of ``block`` (serially or on
+    ``executor``) gives ``eps2``, ``max_violation`` and the nearly active set (its ``max_active``
+    largest values), and the constraints with ``alpha_j > 0`` are evaluated by index: memory is
+    ``O(block + max_active)`` whatever ``m`` is (plus given multipliers; ``max_active=None`` keeps
+    the whole nearly active set). The two ways agree up to the order of summation in ``eps2`` and
+    ``eps3``.
     """
     if getattr(problem, "kind", None) != "constrained":
         raise InvalidInputError(f"kkt_report needs a constrained problem, got kind={getattr(problem, 'kind', None)!r}")
     if not (math.isfinite(active_tol) and active_tol >= 0):
         raise InvalidInputError(f"active_tol must be a finite number >= 0, got {active_tol!r}")
+    if max_active is not None and (not isinstance(max_active, (int, np.integer)) or isinstance(max_active, bool) or max_active < 1):
+        raise InvalidInputError(f"max_active must be a positive integer or None, got {max_active!r}")
+    block = _check_block(block)
     xv = _vec(x, int(problem.dim), "x")
+    m = int(problem.m)
     g0, source = objective_gradient(problem, xv)
-    fv = constraint_values(problem, xv)
     cgrads, csource = _constraint_grads(problem, xv)
-    res = kkt_residuals(g0, fv, cgrads, multipliers, active_tol=active_tol, max_active=max_active)
+    if m <= block:
+        mult = multipliers
+        if multipliers is not None and multiplier_indices is not None:
+            sup, vals = _given_multipliers(multipliers, multiplier_indices, m)
+            mult = np.zeros(m)
+            mult[sup] = vals
+        res = kkt_residuals(g0, constraint_values(problem, xv), cgrads, mult, active_tol=active_tol, max_active=max_active)
+        support = np.flatnonzero(res.multipliers > 0).astype(np.intp)
+        eps1, eps2, eps3, max_violation = res.eps1, res.eps2, res.eps3, res.max_violation
+        n_active, fitted, alpha, dense = int(res.active.size), res.fitted, res.multipliers[support], res.multipliers
+    else:
+        dense = None
+        rows = _grad_rows(block, xv.shape[0])
+        if multipliers is None:
+            fitted = True
+            floor = float(np.nextafter(-active_tol, -np.inf))  # f_j > floor: f_j >= -active_tol
+            if max_active is None:
+                full = max_violation_full(problem, xv, block=block, above=floor, executor=executor)
+                active, fvals = full.above_indices, full.above_values
+            else:
+                full = max_violation_full(problem, xv, block=block, tol=floor, top=max_active, executor=executor)
+                near = full.top_values >= -active_tol
+                active, fvals = full.top_indices[near], full.top_values[near]
+                if full.violated <= max_active:  # all of the nearly active set: in index order
+                    order = np.argsort(active, kind="stable")
+                    active, fvals = active[order], fvals[order]
+            fit = fit_multipliers(g0, cgrads(active)) if active.size else np.zeros(0)
+            order = np.argsort(active, kind="stable")
+            active_sorted, fit_sorted, f_sorted = active[order], fit[order], fvals[order]
+            on = fit_sorted > 0
+            support, alpha, f_support = active_sorted[on].astype(np.intp), fit_sorted[on], f_sorted[on]
+            n_active = int(active.size)
+        else:
+            fitted = False
+            support, alpha = _given_multipliers(multipliers, multiplier_indices, m)
+            full = max_violation_full(problem, xv, block=block, executor=executor)
+            f_support = _values_at(problem, xv, support, block)
+            n_active = int(support.size)
+        eps1 = float(np.linalg.norm(g0 + _weighted_grads(cgrads, support, alpha, rows)))
+        eps2 = math.sqrt(full.sumsq_violation)
+        eps3 = float(np.linalg.norm(alpha * f_support))
+        max_violation = full.max_violation
     return KKTReport(
-        eps1=res.eps1,
-        eps2=res.eps2,
-        eps3=res.eps3,
-        max_violation=res.max_violation,
+        eps1=eps1,
+        eps2=eps2,
+        eps3=eps3,
+        max_violation=max_violation,
         fun=objective_value(problem, xv),
         grad_norm=float(np.linalg.norm(g0)),
-        n_active=int(res.active.size),
+        n_active=n_active,
         active_tol=float(active_tol),
-        multipliers=res.multipliers,
-        multipliers_source="NNLS over the nearly active set" if res.fitted else multipliers_source,
+        multipliers_source="NNLS over the nearly active set" if fitted else multipliers_source,
         gradient_source=source,
         constraint_gradient_source=csource,
+        m=m,
+        support=support,
+        support_multipliers=alpha,
+        dense_multipliers=dense,
     )
 
 
@@ -211,26 +354,80 @@ class PenaltyReport:
         return {"penalty_grad_g_norm": self.grad_g_norm, "penalty_g": self.g, "n_support": float(self.n_support)}
 
 
-def penalty_report(problem: Any, x: Any, *, beta: float, lam: float) -> PenaltyReport:
-    """``||grad g(w)||`` of the DSZOG penalty minimax at ``w = x`` (``beta``, ``lam`` of the solver)."""
+def _sparse_simplex_threshold(v: Array, zeros: int) -> float:
+    """``theta`` of ``project_simplex(u)`` (:func:`zoframe.sets.project_simplex`) for the vector ``u``
+    made of the positive entries ``v`` and ``zeros`` zeros, bit for bit, without forming ``u``.
+
+    The sort-based projection sorts ``u`` (the positives first, then the zeros), takes the cumulative
+    sums and the last ``rho`` with ``u_(rho) > (cumsum_rho - 1) / (rho + 1)``. Over the zeros the
+    cumulative sum stays that of the positives (adding 0.0 is exact), so the test holds there exactly
+    when that sum is below 1, and then ``rho`` is the last entry.
+    """
+    U = -np.sort(-v)
+    css = np.cumsum(U) - 1.0
+    last = float(css[-1]) if U.size else -1.0
+    if zeros and last < 0.0:
+        return last / float(U.size + zeros)
+    ks = np.arange(1, U.size + 1, dtype=np.float64)
+    cond = U - css / ks > 0
+    rho = U.size - 1 - int(np.argmax(cond[::-1]))
+    return float(css[rho] / (rho + 1.0))
+
+
+def penalty_report(
+    problem: Any, x: Any, *, beta: float, lam: float, block: int = FULL_PASS_BLOCK, executor: Executor | None = None
+) -> PenaltyReport:
+    """``||grad g(w)||`` of the DSZOG penalty minimax at ``w = x`` (``beta``, ``lam`` of the solver).
+
+    Up to ``block`` constraints all ``m`` values are formed at once. Above, one
+    :func:`~zoframe.measures.max_violation_full` pass in blocks of ``block`` (serially or on
+    ``executor``) keeps the violated constraints only (``phi_j > 0``): ``p*`` is the simplex
+    projection of a vector that is zero elsewhere, so its threshold needs those entries and the
+    number of zeros (:func:`_sparse_simplex_threshold`, the same threshold bit for bit), and the
+    gradients are formed ``block // d`` at a time. Memory is ``O(block)`` plus the violated
+    constraints, whatever ``m`` is; ``g`` and the gradient agree with the one-block computation up to
+    the order of summation.
+    """
     if getattr(problem, "kind", None) != "constrained":
         raise InvalidInputError("penalty_report needs a constrained problem")
     if not (beta > 0 and lam > 0):
         raise InvalidInputError(f"beta and lambda must be > 0, got beta={beta}, lambda={lam}")
     from zoframe.sets import project_simplex
 
+    block = _check_block(block)
     xv = _vec(x, int(problem.dim), "x")
+    m = int(problem.m)
     g0, source = objective_gradient(problem, xv)
-    fv = constraint_values(problem, xv)
-    phi = np.maximum(fv, 0.0) ** 2
-    p = project_simplex(beta * phi / lam)
-    support = np.flatnonzero((p > 0) & (phi > 0)).astype(np.intp)
+    if m <= block:
+        fv = constraint_values(problem, xv)
+        phi = np.maximum(fv, 0.0) ** 2
+        p = project_simplex(beta * phi / lam)
+        support = np.flatnonzero((p > 0) & (phi > 0)).astype(np.intp)
+        grad = g0.copy()
+        if support.size:
+            cgrads, _ = _constraint_grads(problem, xv)
+            weights = beta * p[support] * 2.0 * np.maximum(fv[support], 0.0)
+            grad += cgrads(support).T @ weights
+        g = objective_value(problem, xv) + beta * float(p @ phi) - 0.5 * lam * float(p @ p)
+        return PenaltyReport(float(np.linalg.norm(grad)), g, int(support.size), float(beta), float(lam), source)
+    full = max_violation_full(problem, xv, block=block, above=0.0, executor=executor)
+    phi_all = np.maximum(full.above_values, 0.0) ** 2
+    pos = phi_all > 0  # a violation below 1e-162 squares to 0: such an entry is one of the zeros
+    ids, f_pos, phi = full.above_indices[pos], full.above_values[pos], phi_all[pos]
+    v = beta * phi / lam
+    zeros = m - int(ids.size)
+    theta = _sparse_simplex_threshold(v, zeros)
+    p = np.maximum(v - theta, 0.0)
+    p_zero = max(0.0 - theta, 0.0)
+    on = p > 0
+    support = ids[on]
     grad = g0.copy()
     if support.size:
         cgrads, _ = _constraint_grads(problem, xv)
-        weights = beta * p[support] * 2.0 * np.maximum(fv[support], 0.0)
-        grad += cgrads(support).T @ weights
-    g = objective_value(problem, xv) + beta * float(p @ phi) - 0.5 * lam * float(p @ p)
+        weights = beta * p[on] * 2.0 * np.maximum(f_pos[on], 0.0)
+        grad += _weighted_grads(cgrads, support, weights, _grad_rows(block, xv.shape[0]))
+    pp = float(p @ p) + zeros * p_zero * p_zero
+    g = objective_value(problem, xv) + beta * float(p @ phi) - 0.5 * lam * pp
     return PenaltyReport(float(np.linalg.norm(grad)), g, int(support.size), float(beta), float(lam), source)
 
 

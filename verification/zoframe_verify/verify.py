@@ -289,10 +289,11 @@ def verify(
         if ref is not None:
             ref_details = kkt_report(problem, x, multipliers=ref.duals, multipliers_source="reference duals")
         elif known is not None and "multipliers" in known:
-            alpha = np.zeros(int(problem.m))
-            mult = np.asarray(known["multipliers"], dtype=np.float64)
-            alpha[: mult.shape[0]] = mult
-            ref_details = kkt_report(problem, x, multipliers=alpha, multipliers_source="known multipliers")
+            mult = np.asarray(known["multipliers"], dtype=np.float64).reshape(-1)
+            ref_details = kkt_report(
+                problem, x, multipliers=mult, multiplier_indices=np.arange(mult.shape[0], dtype=np.intp),
+                multipliers_source="known multipliers",
+            )  # fmt: skip
     elif kind == "minimax":
         details = minimax_report(problem, x, outs.get("y"), eta=eta)
         if "y" not in outs:
