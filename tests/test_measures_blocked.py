@@ -2,7 +2,8 @@
 
 Exactness against one direct evaluation of all m constraints, independence of the block size,
 bit-identical results serially, on a thread pool, a process pool and a dask client's executor,
-how an oracle counts the pass, and the errors on bad input.
+how an oracle counts the pass (budget, monitor, user calls), ties in the top, and the errors on bad
+input.
 """
 
 from __future__ import annotations
@@ -123,6 +124,39 @@ def test_an_oracle_counts_the_pass_against_its_budget(prob: Any) -> None:
     with pytest.raises(BudgetExhausted):
         max_violation_full(small, w)
     assert small.calls == 0
+
+
+def test_the_top_breaks_ties_by_index_across_blocks_and_tasks(prob: Any) -> None:
+    """At x = 0 every f_j is 0: the top are the first indices, whatever the blocks and tasks."""
+    zero = np.zeros(prob.dim)
+    for block in (7, 100, 10**6):
+        res = max_violation_full(prob, zero, block=block, top=25)
+        assert np.array_equal(res.top_indices, np.arange(25)) and np.all(res.top_values == 0.0)
+        with ThreadPoolExecutor(2) as ex:
+            _same(res, max_violation_full(prob, zero, block=block, top=25, executor=ex, tasks=3))
+    w = _point(prob, seed=6)
+    f = prob.constraints(w[None, :], np.arange(prob.m))[0]
+    for block in (5, 64, 999):  # many blocks merged into one running top per task: the exact top
+        res = max_violation_full(prob, w, block=block, top=40)
+        order = np.lexsort((np.arange(prob.m), -f))[:40]
+        assert np.array_equal(res.top_indices, order)
+
+
+def test_user_calls_count_the_blocks_and_a_budgeted_monitor_refuses_first(prob: Any) -> None:
+    from zoframe.observers.trace import MonitorBudget
+
+    w = _point(prob)
+    oracle = CountingOracle(prob)
+    max_violation_full(oracle, w, block=100)
+    assert oracle.user_calls == -(-prob.m // 100)
+    budget = MonitorBudget(CountingOracle(prob), max_calls=10**9)
+    budget.allowance = prob.m - 1
+    with pytest.raises(BudgetExhausted):
+        max_violation_full(budget, w, block=100)
+    assert budget.spent == 0 and budget.oracle.user_calls == 0
+    budget.allowance = prob.m
+    max_violation_full(budget, w, block=100)
+    assert budget.spent == prob.m and budget.allowance == 0 and budget.oracle.calls == 0
 
 
 def _nan_at(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
