@@ -267,3 +267,61 @@ def test_user_calls_counts_the_calls_the_users_function_saw(block_rows: int) -> 
     assert res.user_calls == len(seen) > 0
     assert res.nfev + res.nfev_by_purpose.get("monitor", 0) == sum(k * b for k, b in seen)
     assert max(k for k, _ in seen) == min(block_rows, 21)  # 21 points per estimate, in blocks
+
+
+# ---------------------------------------------------------------- objective_owned: points handed over
+
+
+def test_objective_owned_gives_the_objective_values_and_counts_without_a_copy() -> None:
+    seen: list[np.ndarray] = []
+    ls = zoframe.FiniteSum(lambda X, idx: _square_rows(X, idx) ** 2, n=6, x0=np.zeros(5))
+
+    class Watch:
+        kind, dim, n = "finite_sum", 5, 6
+
+        def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            seen.append(X)
+            out: np.ndarray = ls.components(X, idx)
+            return out
+
+    rng = np.random.default_rng(0)
+    a, b = CountingOracle(Watch()), CountingOracle(Watch())
+    for k, idx in [(11, None), (3, np.array([4, 0])), (1, None), (300, None)]:
+        pts = rng.standard_normal((k, 5)) * 10.0
+        ref = a.objective(pts, idx, purpose="p")
+        out = b.objective_owned(pts, idx, purpose="p")
+        assert np.array_equal(out, ref) and out.tobytes() == ref.tobytes()
+        if k <= b.block_rows:
+            assert seen[-1] is pts  # handed over as it is ...
+        assert not pts.flags.writeable  # ... and read-only from now on
+    assert a.snapshot() == b.snapshot()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: x[1:],  # a view: not its own memory
+        lambda x: np.asfortranarray(x),
+        lambda x: x.astype(np.float32),
+        lambda x: x.tolist(),
+        lambda x: x[0],  # one point, 1-D
+        lambda x: x[:, :3].copy(),  # the wrong dimension
+    ],
+)
+def test_objective_owned_copies_and_checks_anything_else_as_objective_does(make: Callable[[np.ndarray], Any]) -> None:
+    pts = make(np.random.default_rng(1).standard_normal((4, 4)))
+    keep = np.array(pts, copy=True)
+    o, ref = CountingOracle(SmokeFiniteSum()), CountingOracle(SmokeFiniteSum())
+    try:
+        expected = ref.objective(pts)
+    except zoframe.ZoframeError as exc:
+        with pytest.raises(type(exc), match="objective"):
+            o.objective_owned(pts)
+        return
+    out = o.objective_owned(pts)
+    assert np.array_equal(out, expected) and o.snapshot() == ref.snapshot()
+    assert np.array_equal(np.asarray(pts), keep)
+    if isinstance(pts, np.ndarray):
+        assert pts.flags.writeable  # copied, not taken
+    with pytest.raises(zoframe.InvalidInputError, match=r"oracle.objective\(\) is not available"):
+        CountingOracle(SmokeMinimax()).objective_owned(np.zeros((2, 3)))

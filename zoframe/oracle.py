@@ -361,6 +361,27 @@ class CountingOracle:
         ids = self._indices(idx, self.n, "component")
         return self._evaluate(self._problem.components, (pts,), ids, "objective", purpose, True)
 
+    def objective_owned(self, pts: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
+        """:meth:`objective` on points the caller hands over: the same values, counts and checks, no copy.
+
+        When ``pts`` is a float64, C-contiguous ``(k, dim)`` array that owns its memory, it is made
+        read-only and given to the user function as it is, instead of a copy: the caller must not
+        write to it afterwards (a fresh matrix of perturbed points an estimator builds per call and
+        never touches again, for instance). Any other ``pts`` is copied and checked exactly as
+        :meth:`objective` does, and left as it was.
+        """
+        if self.kind == "minimax":
+            self._require(("finite_sum", "constrained", "composite"), "objective")
+        if type(pts) is not np.ndarray or pts.dtype != np.float64:
+            return self.objective(pts, idx, purpose=purpose)
+        shape = pts.shape
+        flags = pts.flags
+        if len(shape) != 2 or shape[1] != self.dim or not (flags.c_contiguous and flags.owndata):
+            return self.objective(pts, idx, purpose=purpose)
+        pts.setflags(write=False)
+        ids = self._indices(idx, self.n, "component")
+        return self._evaluate(self._problem.components, (pts,), ids, "objective", purpose, True)
+
     def constraints(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """Values ``(k, b)`` of constraints ``idx`` (all ``m`` if ``None``) at rows of ``X``."""
         if self.kind != "constrained":
