@@ -141,11 +141,19 @@ def _blas_limit(threads: int | None) -> Iterator[None]:
         yield
         return
     try:
-        from threadpoolctl import threadpool_limits
+        import threadpoolctl
     except ImportError:  # pragma: no cover - optional
         yield
         return
-    with threadpool_limits(limits=threads, user_api="blas"):
+    # threadpoolctl >= 3.6 keeps a controller until a module is imported (a new library may have come
+    # with it): scanning the process's libraries afresh costs about a millisecond per run
+    cached = getattr(threadpoolctl, "get_cached_controller", None)
+    limiter = (
+        cached().limit(limits=threads, user_api="blas")
+        if cached is not None
+        else threadpoolctl.threadpool_limits(limits=threads, user_api="blas")
+    )
+    with limiter:
         yield
 
 

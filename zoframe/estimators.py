@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+from typing import Any, ClassVar
 import warnings
 
 import numpy as np
@@ -111,6 +112,14 @@ class _RandomDirections:
     q: int = param(10, symbol="q", doc="number of random directions per estimate")
     mu: float = param(1e-3, symbol="mu", doc="smoothing radius")
 
+    #: whether :meth:`estimate` and :meth:`_single` are this module's (then :meth:`gradient` computes
+    #: the same ``grad`` itself); a subclass that redefines either is always asked through estimate()
+    _plain_estimate: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._plain_estimate = cls.estimate is _RandomDirections.estimate and cls._single is _RandomDirections._single
+
     def __post_init__(self) -> None:
         if not isinstance(self.q, (int, np.integer)) or self.q < 1:
             raise InvalidParameterError(f"q (number of directions) must be a positive integer, got {self.q!r}")
@@ -142,6 +151,34 @@ class _RandomDirections:
         grad: Array = (c / b) * (diffs.sum(axis=1) @ U)
         comp: Array | None = c * (diffs.T @ U) if per_component else None
         return Estimate(grad, comp, vals[0], (q + 1) * b)
+
+    def gradient(self, fun: BatchFunction, x: Array, rng: np.random.Generator) -> Array:
+        """``estimate(fun, x, rng).grad`` at one base point, bit for bit, without the rest of the :class:`Estimate`.
+
+        The hot path of one-point solvers (ZO-SGD): the same directions, points, single call and
+        arithmetic as :meth:`estimate`, minus the per-component, base-value and count bookkeeping.
+        ``x`` other than a float64 array of shape ``(d,)``, or a subclass that redefines
+        :meth:`estimate`, goes through :meth:`estimate`.
+        """
+        if not self._plain_estimate or type(x) is not np.ndarray or x.ndim != 1 or x.dtype != np.float64:
+            return self.estimate(fun, x, rng).grad
+        h = self.mu
+        d = x.shape[0]
+        U = self.directions(d, rng)
+        q = U.shape[0]
+        pts = np.empty((q + 1, d))
+        pts[0] = x
+        tail = pts[1:]
+        np.multiply(U, h, out=tail)
+        tail += x
+        vals = _call(fun, pts)  # ONE call, (q+1, b)
+        diffs = vals[1:] - vals[0]
+        diffs *= 1.0 / h  # (q, b): _single's (vals[1:] - vals[0]) * (1.0 / h), without a temporary
+        if not np.count_nonzero(diffs):
+            _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
+        c = self.scale(d) / q
+        grad: Array = (c / vals.shape[1]) * (np.add.reduce(diffs, axis=1) @ U)  # ndarray.sum is add.reduce
+        return grad
 
     def estimate(
         self,

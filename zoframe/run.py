@@ -31,6 +31,7 @@ from zoframe.errors import BudgetExhausted, DivergedError
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array
 from zoframe.result import Result, Status, Trace, decide_success
+from zoframe.solver import SolverBase
 
 __all__ = ["Observer", "RunLoop", "Stop", "x_is_finite"]
 
@@ -121,7 +122,9 @@ class RunLoop:
         #: measures at the last trace record
         self.measures: dict[str, float] = {}
         term = getattr(solver, "terminate", None)
-        self._terminate: Callable[[Any], Any] = term if callable(term) else _never
+        if not callable(term) or getattr(term, "__func__", None) is SolverBase.terminate:
+            term = _never  # SolverBase's rule never stops: nothing to call after a step
+        self._terminate: Callable[[Any], Any] = term
         self._step = solver.step
         self._iter_cap = math.inf if max_iter is None else max_iter
         self._time_cap = math.inf if max_time is None else max_time
@@ -135,12 +138,38 @@ class RunLoop:
         try:
             if self.state is None:
                 self.init()
-            budget_reached, step = self.budget_reached, self.step
-            while self.stop is None:
-                self.stop = budget_reached() or step()
+            if self.stop is None:
+                self.stop = self._steps()
         except (Exception, KeyboardInterrupt) as exc:  # each kind of stop is sorted out in one place
             self.stop = self.stopped_by(exc)
         self.finish()
+
+    def _steps(self) -> Stop:
+        """:meth:`budget_reached` or :meth:`step` until one of them stops (the same steps, times and stops).
+
+        The loop's attributes are read once; ``state``, ``nit``, ``seconds`` and ``row`` are written
+        back after every step, as :meth:`step` does, so that whatever reads the loop (the observers,
+        an ask/tell snapshot taken while a step waits for values) sees the last completed iteration.
+        The observers and ``terminate`` are called only when there are some.
+        """
+        after = self._after_step if (self._per_step or self.check_every_step or self._terminate is not _never) else None
+        solver_step, oracle, rng, now = self._step, self.oracle, self.rng, _now
+        iter_cap, time_cap = self._iter_cap, self._time_cap
+        state, nit, seconds = self.state, self.nit, self.seconds
+        while True:
+            if nit >= iter_cap or seconds >= time_cap:
+                stop = self.budget_reached()
+                if stop is not None:
+                    return stop
+            t0 = now()
+            state = solver_step(oracle, state, rng)
+            seconds += now() - t0
+            nit += 1
+            self.state, self.seconds, self.nit, self.row = state, seconds, nit, None
+            if after is not None:
+                stop = after(state)
+                if stop is not None:
+                    return stop
 
     def init(self) -> None:
         t0 = time.perf_counter()
@@ -166,6 +195,10 @@ class RunLoop:
         self.seconds += _now() - t0
         self.nit += 1
         self.row = None
+        return self._after_step(state)
+
+    def _after_step(self, state: Any) -> Stop | None:
+        """What follows a step: the non-finite test, the observers, the solver's stopping rule."""
         if self.check_every_step and not x_is_finite(state.x):
             return self.diverged()
         for iteration in self._per_step:

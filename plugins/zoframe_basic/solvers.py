@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 
 from zoframe.errors import InvalidParameterError
-from zoframe.estimators import SphereEstimator
+from zoframe.estimators import GaussianEstimator, SphereEstimator
 from zoframe.oracle import CountingOracle
-from zoframe.protocols import Array, Estimator
+from zoframe.protocols import Array, BatchFunction, Estimator
 from zoframe.solver import SolverBase, check_batch, check_int, check_positive
 from zoframe.specs import param
 
@@ -26,6 +28,33 @@ def _minibatch(oracle: CountingOracle, batch: int | None, rng: np.random.Generat
     if batch is None or batch >= oracle.n:
         return None  # all components
     return oracle.sample(batch, rng)
+
+
+GradientAt = Callable[[BatchFunction, Array, np.random.Generator], Array]
+
+
+def _estimate_grad(est: Estimator, fun: BatchFunction, x: Array, rng: np.random.Generator) -> Array:
+    grad: Array = est.estimate(fun, x, rng).grad
+    return grad
+
+
+def _gradient_at(solver: SolverBase) -> GradientAt:
+    """``fun, x, rng -> estimate(fun, x, rng).grad`` for the solver's estimator, built once per solver.
+
+    The random-direction estimators compute that gradient alone (:meth:`GaussianEstimator.gradient`,
+    the same numbers without the rest of the :class:`~zoframe.estimators.Estimate`); any other
+    estimator is asked through ``estimate``.
+    """
+    cache = solver.__dict__  # frozen dataclasses still have an instance dict
+    fn: GradientAt | None = cache.get("_gradient_at")
+    if fn is None:
+        est = solver.gradient_estimator()
+        if isinstance(est, (GaussianEstimator, SphereEstimator)):
+            fn = est.gradient
+        else:
+            fn = partial(_estimate_grad, est)
+        cache["_gradient_at"] = fn
+    return fn
 
 
 @dataclass(frozen=True)
@@ -61,12 +90,15 @@ class ZOSGD(SolverBase):
         return SGDState(x=np.array(x, dtype=np.float64, copy=True))
 
     def step(self, oracle: CountingOracle, state: SGDState, rng: np.random.Generator) -> SGDState:
-        idx = _minibatch(oracle, self.batch, rng)  # l.1
-        g = self.gradient_estimator().estimate(lambda X: oracle.objective(X, idx), state.x, rng).grad  # l.2
-        x = state.x - self.eta * g  # l.3
-        if oracle.feasible_set is not None:
-            x = oracle.feasible_set.project(x)
-        return SGDState(x=x)
+        batch = self.batch
+        idx = None if batch is None or batch >= oracle.n else oracle.sample(batch, rng)  # l.1 (None: all n)
+        x = state.x
+        g = _gradient_at(self)(lambda X: oracle.objective(X, idx), x, rng)  # l.2
+        x = x - self.eta * g  # l.3
+        fs = oracle.feasible_set
+        if fs is not None:
+            x = fs.project(x)
+        return SGDState(x)
 
 
 @dataclass(frozen=True)
@@ -108,7 +140,7 @@ class ZOSignSGD(SolverBase):
 
     def step(self, oracle: CountingOracle, state: SignState, rng: np.random.Generator) -> SignState:
         idx = _minibatch(oracle, self.batch, rng)  # l.1
-        g = self.gradient_estimator().estimate(lambda X: oracle.objective(X, idx), state.x, rng).grad  # l.2
+        g = _gradient_at(self)(lambda X: oracle.objective(X, idx), state.x, rng)  # l.2
         eta = self.eta / np.sqrt(state.t + 1.0) if self.decay else self.eta
         x = state.x - eta * np.sign(g)  # l.3
         if oracle.feasible_set is not None:
