@@ -149,7 +149,8 @@ def _floor_threshold(values: Array, n_floor: int) -> float:
     products ``v @ c`` are the same BLAS dot products as in :func:`simplex_threshold`.
     """
     n = int(values.shape[0])
-    c = np.ones(n)
+    c = np.empty(n)  # np.ones, without its Python wrapper
+    c.fill(1.0)
     c[n - 1] = float(n_floor)
     v = values
     tau = max(float(v.max()) - 1.0, (float(v @ c) - 1.0) / float(n - 1 + n_floor))
@@ -190,9 +191,9 @@ def _gains(h: Ascent) -> tuple[IntArray, Array]:
     """Sorted distinct indices of ``h`` with the gains of repeated indices summed."""
     idx = np.asarray(h.idx, dtype=np.intp)
     gain = np.asarray(h.gain, dtype=np.float64)
-    order = np.argsort(idx, kind="stable")
+    order = idx.argsort(kind="stable")
     idx, gain = idx[order], gain[order]
-    if idx.shape[0] < 2 or bool(np.all(idx[1:] != idx[:-1])):
+    if idx.shape[0] < 2 or not np.count_nonzero(idx[1:] == idx[:-1]):
         return idx, gain
     first = np.concatenate([[True], idx[1:] != idx[:-1]])
     summed: Array = np.add.reduceat(gain, np.flatnonzero(first))
@@ -227,7 +228,8 @@ def _merge_at(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> 
     absent = ~present
     new = idx[absent]
     slots = pos[absent] + np.arange(new.shape[0])
-    old = np.ones(n + new.shape[0], dtype=bool)
+    old = np.empty(n + new.shape[0], dtype=bool)
+    old.fill(True)
     old[slots] = False
     union = np.empty(n + new.shape[0], dtype=support.dtype)
     union[old] = support
