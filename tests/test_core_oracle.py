@@ -325,3 +325,10 @@ def test_objective_owned_copies_and_checks_anything_else_as_objective_does(make:
         assert pts.flags.writeable  # copied, not taken
     with pytest.raises(zoframe.InvalidInputError, match=r"oracle.objective\(\) is not available"):
         CountingOracle(SmokeMinimax()).objective_owned(np.zeros((2, 3)))
+
+
+def test_an_empty_batch_is_no_user_call() -> None:
+    o = CountingOracle(SmokeFiniteSum())
+    assert o.objective(np.zeros((0, 4))).shape == (0, 8)
+    assert o.snapshot() == {"calls": 0, "user_calls": 0, "calls_by_kind": {"objective": 0},
+                            "calls_by_purpose": {"estimate": 0}}

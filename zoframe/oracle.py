@@ -8,9 +8,11 @@
 * enforces the budget exactly: a batch that would take the count past ``max_calls`` raises
   :class:`~zoframe.errors.BudgetExhausted` *before* anything is evaluated;
 * copies its inputs (the user function gets a read-only copy; the caller's arrays are never
-  touched) and validates them before any call: points must be real numbers (complex, string,
-  object, masked or ``None`` points raise :class:`~zoframe.errors.InvalidInputError`), shapes and
-  indices must fit, with messages that say what was expected;
+  touched, except by :meth:`~CountingOracle.objective_owned`, which takes over the points it is
+  handed and makes them read-only) and validates them before any call: points must be real
+  numbers (complex, string, object, masked or ``None`` points raise
+  :class:`~zoframe.errors.InvalidInputError`), shapes and indices must fit, with messages that say
+  what was expected;
 * detects non-finite values: ``nonfinite="raise"`` (default) names the offending point and
   component, ``nonfinite="inf"`` replaces NaN and infinities by ``+inf``;
 * checks every value a user function returns, on every call (the one-point call included), before
@@ -26,6 +28,10 @@
   same rows by the same code wherever it runs, so results are bit-identical serially, with
   ``chunks``, on a process pool or on dask, even when the function uses matrix products whose
   rounding depends on the number of rows. A batch of at most ``block_rows`` rows is one call.
+
+:meth:`CountingOracle.evaluate_full` is the one-point path of peers that ask one point at a time
+(scipy's minimisers): the mean of all ``n`` components and all ``m`` constraints at one point, with
+the counts, checks and messages of the two separate calls.
 
 Monitoring evaluations made by the driver (the objective recorded in the trace) go through
 :attr:`CountingOracle.monitor`: they are counted under the purpose ``"monitor"``, apart from the
@@ -661,8 +667,8 @@ class CountingOracle:
             self.calls_by_kind[kind] += count
         self.calls_by_purpose[purpose] += count
         B = self.block_rows
+        self.user_calls += -(-k // B)  # one call per block of at most B rows
         if k <= B:  # one block: one call (the hot path)
-            self.user_calls += 1
             name = self._function_name(fn, kind)
             t0 = _clock()
             try:
@@ -670,7 +676,6 @@ class CountingOracle:
             finally:
                 self.seconds += _clock() - t0
         else:
-            self.user_calls += -(-k // B)  # one call per block of at most B rows
             t0 = _clock()
             try:
                 out = self._evaluate_blocks(fn, arrays, ids, kind)
