@@ -402,8 +402,28 @@ class _PenaltyMinimax(SolverBase):
         mean is ``mean_i l_i + beta mean_j phi_j``, and ONE estimate (one matrix of points) makes one
         objective call and one constraint call. ``p_weights`` (``M2`` = all constraints): the exact
         ``sum_j p_j phi_j`` instead of the sample mean.
+
+        With zoframe's random-direction estimators (at the solver's ``mu``) the gradient alone is computed
+        (their ``gradient``: the same directions, points, call and arithmetic as ``estimate(...).grad``, bit
+        for bit) and the matrix of points they build is handed to the objective without a copy
+        (``oracle.objective_owned``: they never write to it after the call).
         """
-        return self._estimate(oracle, w, M1, M2, rng, beta, p_weights)[0]
+        est = self.estimator_for(oracle)
+        gradient = getattr(est, "gradient", None)
+        if gradient is None or not getattr(est, "plain_estimate", False) or getattr(est, "mu", None) != self.mu:
+            return self._estimate(oracle, w, M1, M2, rng, beta, p_weights)[0]
+        b = self.beta if beta is None else beta
+        weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
+        box = oracle.feasible_set
+
+        def lagrangian_terms(X: Array) -> Array:
+            if box is not None:
+                X = box.project(X)  # every evaluated point inside the bounds
+            loss = oracle.objective_owned(X, M1)
+            f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
+            return _weighted_terms(loss, f, weights)
+
+        return np.asarray(gradient(lagrangian_terms, w, rng), dtype=np.float64)
 
     def _estimate(
         self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, rng: np.random.Generator,
