@@ -264,7 +264,21 @@ _NO_IDS: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 _NO_VALS: Array = np.zeros(0)
 
 
-def _block_stats(vals: Array, lo: int, tol: float, top: int, above: float | None) -> _BlockStats:
+def _top_of(vals: Array, k: int) -> NDArray[np.intp]:
+    """Positions of the ``k`` largest of ``vals``, in index order; ties at the k-th value by index
+    (``argpartition`` alone would pick any of them)."""
+    n = vals.shape[0]
+    if k >= n:
+        return np.arange(n, dtype=np.intp)
+    kth = np.partition(vals, n - k)[n - k]
+    over = np.flatnonzero(vals > kth)
+    out: NDArray[np.intp] = np.sort(np.concatenate([over, np.flatnonzero(vals == kth)[: k - over.shape[0]]]))
+    return out
+
+
+def _block_stats(vals: Array, lo: int, tol: float, top: int, above: float | None, floor: float) -> _BlockStats:
+    """The reductions of one block; its top among the values ``> floor`` only (the running top's
+    smallest value once it is full: nothing at or below it can enter, a tie losing on its index)."""
     pos = int(np.argmax(vals))
     count = int(np.count_nonzero(vals > tol))
     total = (0.0, 0.0)
@@ -273,14 +287,11 @@ def _block_stats(vals: Array, lo: int, tol: float, top: int, above: float | None
         total = (float(viol.sum()), float(np.einsum("i,i->", viol, viol)))  # einsum: no BLAS threads
     top_ids, top_vals, above_ids, above_vals = _NO_IDS, _NO_VALS, _NO_IDS, _NO_VALS
     if top:
-        n = vals.shape[0]
-        k = min(top, n)
-        if k < n:  # the k largest, ties at the k-th value by index (argpartition alone picks any of them)
-            kth = np.partition(vals, n - k)[n - k]
-            over = np.flatnonzero(vals > kth)
-            sel = np.union1d(over, np.flatnonzero(vals == kth)[: k - over.shape[0]])
-        else:
-            sel = np.arange(n)
+        if floor == -math.inf:
+            sel = _top_of(vals, top)
+        else:  # one cheap comparison leaves few candidates: no partition of the whole block
+            cand = np.flatnonzero(vals > floor)
+            sel = cand[_top_of(vals[cand], top)]
         top_ids, top_vals = (sel + lo).astype(np.intp), vals[sel]
     if above is not None:
         sel = np.flatnonzero(vals > above)
@@ -300,6 +311,7 @@ def _pass_blocks(
 ) -> list[_BlockStats]:
     """One task of :func:`max_violation_full`: the blocks ``[lo, hi)`` of ``ranges``, one call each."""
     out: list[_BlockStats] = []
+    floor = -math.inf
     for lo, hi in ranges:
         ids = np.arange(lo, hi, dtype=np.intp)
         ids.setflags(write=False)
@@ -313,7 +325,7 @@ def _pass_blocks(
                     "fix the function, or use an oracle with nonfinite='inf' to count such values as violated"
                 )
             vals[bad] = np.inf
-        stats = _block_stats(vals, lo, tol, top, above)
+        stats = _block_stats(vals, lo, tol, top, above, floor)
         if top and out:  # one running top per task: O(top) kept, not O(top) per block
             prev = out[-1]
             ids = np.concatenate([prev[4], stats[4]])
@@ -321,6 +333,8 @@ def _pass_blocks(
             order = np.lexsort((ids, -kept))[:top]  # largest first, ties by index
             out[-1] = (*prev[:4], _NO_IDS, _NO_VALS, *prev[6:])
             stats = (*stats[:4], ids[order], kept[order], *stats[6:])
+        if top and stats[5].shape[0] == top:
+            floor = float(stats[5].min())
         out.append(stats)
     return out
 

@@ -374,6 +374,53 @@ def _sparse_simplex_threshold(v: Array, zeros: int) -> float:
     return float(css[rho] / (rho + 1.0))
 
 
+#: largest violations a blocked penalty report keeps first (the support of ``p*`` is almost always among them)
+PENALTY_TOP = 4096
+
+
+def _prefix_threshold(v: Array) -> float | None:
+    """``theta`` of the simplex projection from its largest entries ``v`` alone, when they decide it.
+
+    ``v`` holds the largest entries of the vector (non-increasing). The sort-based projection's test
+    ``u_(i) > (cumsum_i - 1) / (i + 1)`` holds for the first ``rho + 1`` sorted entries and fails
+    after them; when it fails within ``v`` already, ``rho`` lies in ``v`` and ``theta =
+    (cumsum_rho - 1) / (rho + 1)`` is the projection's, bit for bit (the same prefix sums). ``None``
+    when it holds for all of ``v`` (the support may extend beyond).
+    """
+    U = -np.sort(-v)
+    css = np.cumsum(U) - 1.0
+    cond = U - css / np.arange(1, U.size + 1, dtype=np.float64) > 0
+    if U.size == 0 or bool(cond[-1]):
+        return None
+    rho = U.size - 1 - int(np.argmax(cond[::-1]))
+    return float(css[rho] / (rho + 1.0))
+
+
+def _penalty_threshold(
+    problem: Any, xv: Array, m: int, beta: float, lam: float, block: int, executor: Executor | None
+) -> tuple[IntArray, Array, float]:
+    """``(indices, values, theta)``: the violated constraints that may carry ``p*_j > 0``, their
+    ``f_j``, and the threshold of ``p* = Proj_simplex(beta phi / lam)``.
+
+    One pass keeps the :data:`PENALTY_TOP` largest ``f_j``: when they are all the violated ones, or
+    when they decide the threshold (:func:`_prefix_threshold`), that is all; otherwise a second pass
+    keeps every violated constraint (memory ``O(violated)``).
+    """
+    k = min(m, PENALTY_TOP)
+    full = max_violation_full(problem, xv, block=block, top=k, executor=executor)
+    ids, f_pos = full.top_indices, full.top_values
+    pos = np.maximum(f_pos, 0.0) ** 2 > 0  # a violation below 1e-162 squares to 0: one of the zeros
+    if full.violated > k and bool(pos.all()):
+        theta = _prefix_threshold(beta * (f_pos**2) / lam)
+        if theta is not None:
+            return ids, f_pos, theta
+        full = max_violation_full(problem, xv, block=block, above=0.0, executor=executor)
+        ids, f_pos = full.above_indices, full.above_values
+        pos = np.maximum(f_pos, 0.0) ** 2 > 0
+    ids, f_pos = ids[pos], f_pos[pos]
+    return ids, f_pos, _sparse_simplex_threshold(beta * (f_pos**2) / lam, m - int(ids.size))
+
+
 def penalty_report(
     problem: Any, x: Any, *, beta: float, lam: float, block: int = FULL_PASS_BLOCK, executor: Executor | None = None
 ) -> PenaltyReport:
@@ -381,12 +428,14 @@ def penalty_report(
 
     Up to ``block`` constraints all ``m`` values are formed at once. Above, one
     :func:`~zoframe.measures.max_violation_full` pass in blocks of ``block`` (serially or on
-    ``executor``) keeps the violated constraints only (``phi_j > 0``): ``p*`` is the simplex
-    projection of a vector that is zero elsewhere, so its threshold needs those entries and the
-    number of zeros (:func:`_sparse_simplex_threshold`, the same threshold bit for bit), and the
-    gradients are formed ``block // d`` at a time. Memory is ``O(block)`` plus the violated
-    constraints, whatever ``m`` is; ``g`` and the gradient agree with the one-block computation up to
-    the order of summation.
+    ``executor``) keeps the :data:`PENALTY_TOP` largest violations: ``p*`` is the simplex projection
+    of a vector that is zero off the violated constraints, so its threshold needs the violated
+    entries and the number of zeros (:func:`_sparse_simplex_threshold`), or only the largest ones
+    when the support ends among them (:func:`_prefix_threshold`), the same threshold bit for bit;
+    otherwise a second pass keeps every violated constraint. The gradients are formed ``block // d``
+    at a time. Memory is ``O(block + PENALTY_TOP)`` (``O(violated)`` in that second pass) whatever
+    ``m`` is; ``g`` and the gradient agree with the one-block computation up to the order of
+    summation.
     """
     if getattr(problem, "kind", None) != "constrained":
         raise InvalidInputError("penalty_report needs a constrained problem")
@@ -410,21 +459,19 @@ def penalty_report(
             grad += cgrads(support).T @ weights
         g = objective_value(problem, xv) + beta * float(p @ phi) - 0.5 * lam * float(p @ p)
         return PenaltyReport(float(np.linalg.norm(grad)), g, int(support.size), float(beta), float(lam), source)
-    full = max_violation_full(problem, xv, block=block, above=0.0, executor=executor)
-    phi_all = np.maximum(full.above_values, 0.0) ** 2
-    pos = phi_all > 0  # a violation below 1e-162 squares to 0: such an entry is one of the zeros
-    ids, f_pos, phi = full.above_indices[pos], full.above_values[pos], phi_all[pos]
-    v = beta * phi / lam
+    ids, f_pos, theta = _penalty_threshold(problem, xv, m, beta, lam, block, executor)
+    v = beta * (f_pos**2) / lam
     zeros = m - int(ids.size)
-    theta = _sparse_simplex_threshold(v, zeros)
     p = np.maximum(v - theta, 0.0)
     p_zero = max(0.0 - theta, 0.0)
+    phi = f_pos**2
     on = p > 0
-    support = ids[on]
+    order = np.argsort(ids[on], kind="stable")  # the support in index order, as the one-block code
+    support = ids[on][order]
     grad = g0.copy()
     if support.size:
         cgrads, _ = _constraint_grads(problem, xv)
-        weights = beta * p[on] * 2.0 * np.maximum(f_pos[on], 0.0)
+        weights = (beta * p[on] * 2.0 * np.maximum(f_pos[on], 0.0))[order]
         grad += _weighted_grads(cgrads, support, weights, _grad_rows(block, xv.shape[0]))
     pp = float(p @ p) + zeros * p_zero * p_zero
     g = objective_value(problem, xv) + beta * float(p @ phi) - 0.5 * lam * pp
