@@ -70,10 +70,12 @@ def _bits(v: float) -> bytes:
 
 
 def _two_calls(problem: Any, x: Any, purpose: str = "peer", **kw: Any) -> tuple[float, np.ndarray | None, CountingOracle]:
-    """The reference: objective over all n (mean of the row) and constraints over all m, two oracle calls."""
+    """The reference: objective over all n (the row's mean; the value itself when n == 1, as the peers
+    always took it) and constraints over all m, two oracle calls."""
     o = CountingOracle(problem, **kw)
     X = np.asarray(x)[None] if np.ndim(x) == 1 else x
-    f = o.objective(X, None, purpose=purpose).mean(axis=1)[0]
+    F = o.objective(X, None, purpose=purpose)
+    f = F.mean(axis=1)[0] if o.n > 1 else F[0, 0]
     g = o.constraints(X, None, purpose=purpose)[0] if o.kind == "constrained" else None
     return float(f), g, o
 
@@ -122,6 +124,14 @@ def test_values_and_counts_are_those_of_objective_and_constraints(name: str) -> 
     assert one.user_calls == (2 if o.kind == "constrained" else 1) and one.seconds > 0.0
     o.evaluate_full(x)  # the default purpose
     assert o.calls_by_purpose["estimate"] == one.calls
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_negative_zero_is_kept_as_the_peers_kept_it(n: int) -> None:
+    problem = _Bare(dim=2, n=n, m=2, bad=("objective", lambda out: np.full_like(out, -0.0)))
+    f, _ = CountingOracle(problem).evaluate_full(np.zeros(2))
+    F, _, _ = evaluate_points(CountingOracle(problem), np.zeros((1, 2)))
+    assert _bits(f) == _bits(F[0]) and np.signbit(f) == (n == 1)
 
 
 @pytest.mark.parametrize(
@@ -210,6 +220,19 @@ def test_nonfinite_values_raise_the_same_error_or_become_inf(which: str, value: 
     assert (f == np.inf) == (which == "objective") and (g[2] == np.inf) == (which == "constraint")
 
 
+@pytest.mark.parametrize("value", [np.nan, -np.inf])
+def test_one_component_nonfinite_value_as_objective_handles_it(value: float) -> None:
+    problem = _Bare(dim=2, n=1, m=2, bad=("objective", lambda out: np.full_like(out, value)))
+    x = np.array([1.0, 2.0])
+    with pytest.raises(NonFiniteValueError) as info:
+        CountingOracle(problem).evaluate_full(x)
+    with pytest.raises(NonFiniteValueError) as expected:
+        CountingOracle(problem).objective(x)
+    assert str(info.value) == str(expected.value)
+    f, g = CountingOracle(problem, nonfinite="inf").evaluate_full(x)
+    assert f == np.inf and g is not None and np.all(np.isfinite(g))
+
+
 def test_a_finite_overflow_is_not_a_nonfinite_value() -> None:
     problem = _Bare(dim=2, n=6, bad=("objective", lambda out: np.full_like(out, 1e308)))
     with np.errstate(over="ignore"):
@@ -239,7 +262,7 @@ def test_results_are_checked_as_objective_and_constraints_check_them(which: str,
     x = np.array([1.0, 2.0, -1.0])
     ref = CountingOracle(problem)
     try:
-        ref_f = float(ref.objective(x[None]).mean(axis=1)[0])
+        ref_f = float(ref.objective(x[None]).mean(axis=1)[0])  # n = 4
         ref_g = ref.constraints(x[None])[0]
     except zoframe.ZoframeError as exc:
         o = CountingOracle(problem)

@@ -399,8 +399,9 @@ class CountingOracle:
     def evaluate_full(self, x: Any, *, purpose: str = "estimate") -> tuple[float, Array | None]:
         """The full objective ``f(x)`` (mean of all ``n`` components) and all ``m`` constraints at one point.
 
-        Returns ``(f, g)``: ``f`` is ``objective(x, None).mean(axis=1)[0]`` bit for bit and ``g`` is
-        ``constraints(x, None)[0]`` (shape ``(m,)``) for a constrained problem, ``None`` otherwise. The
+        Returns ``(f, g)``: ``f`` is ``objective(x, None).mean(axis=1)[0]`` bit for bit (the value
+        itself when ``n == 1``, so a ``-0.0`` stays one) and ``g`` is ``constraints(x, None)[0]``
+        (shape ``(m,)``) for a constrained problem, ``None`` otherwise. The
         counts are those of the two calls (``n`` objective and ``m`` constraint evaluations under
         ``purpose``, one user call each), and so are the checks: the point must be one point of real
         numbers, ``(d,)`` or ``(1, d)``; results are checked by :func:`as_values` and non-finite ones
@@ -435,13 +436,18 @@ class CountingOracle:
             out = as_values(fn(pts, ids), 1, n, name)
         finally:
             self.seconds += _clock() - t0
-        # the row's sum is finite only if every value is (NaN and infinities propagate); a finite
-        # overflow is told apart by the exact check, as in _evaluate
-        total = np.add.reduce(out, axis=1)[0]
-        if not math.isfinite(total) and not np.isfinite(out).all():
-            out = self._nonfinite(out, (pts,), ids, "objective")
+        if n == 1:  # the value itself (a mean over one value would turn -0.0 into 0.0)
+            f = float(out[0, 0])
+            if not math.isfinite(f):
+                f = float(self._nonfinite(out, (pts,), ids, "objective")[0, 0])
+        else:
+            # the row's sum is finite only if every value is (NaN and infinities propagate); a
+            # finite overflow is told apart by the exact check, as in _evaluate
             total = np.add.reduce(out, axis=1)[0]
-        f = float(total) / n  # ndarray.mean: the same sum, divided by n
+            if not math.isfinite(total) and not np.isfinite(out).all():
+                out = self._nonfinite(out, (pts,), ids, "objective")
+                total = np.add.reduce(out, axis=1)[0]
+            f = float(total) / n  # ndarray.mean(axis=1): the same sum, divided by n
         if not m:
             return f, None
         fn = problem.constraints
