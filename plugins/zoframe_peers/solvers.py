@@ -384,6 +384,7 @@ class _ThreadBridge:
         self._target = target
         self._evaluate = evaluate
         self._free = free  # replayed points (after a resume) do not count towards a chunk
+        self._replaying = True
         self._go = threading.Semaphore(0)
         self._back = threading.Semaphore(0)
         self._quota = 0
@@ -406,8 +407,10 @@ class _ThreadBridge:
             self._back.release()
 
     def _fun(self, x: Array) -> Any:
-        if self._free():
-            return self._evaluate(x)
+        if self._replaying:  # the replayed points come first; once they are used up they never come back
+            if self._free():
+                return self._evaluate(x)
+            self._replaying = False
         if self._quota <= 0:
             self._back.release()
             self._go.acquire()
