@@ -248,7 +248,7 @@ def ascent_dense(p: Array, eta: float, h: Ascent) -> Array:
     idx, gain = _gains(h)
     v = (1.0 - eta * h.lam) * p
     v[idx] += eta * gain
-    return project_simplex_dense(v)
+    return project_simplex_dense(v, overwrite=True)  # v is this step's own array
 
 
 def ascent_sparse(
@@ -406,8 +406,10 @@ def _pz(p: Array, z: Array, support: IntArray | None, p_floor: float, z_floor: f
 
 def pz_project(pz: PZ, eta: float) -> PZ:
     """``p_hat = Proj_Delta(p + eta z_p)`` (returned in the ``p`` slot; ``z`` unchanged)."""
-    if pz.support is None:
-        return _pz(project_simplex_dense(pz.p + eta * pz.z), pz.z, None, 0.0, 0.0, pz.m)
+    if pz.support is None:  # p + eta z in one new array, projected in place
+        v = pz.z * eta
+        v += pz.p
+        return _pz(project_simplex_dense(v, overwrite=True), pz.z, None, 0.0, 0.0, pz.m)
     k = int(pz.p.shape[0])
     n_floor = pz.m - k
     v_floor = pz.p_floor + eta * pz.z_floor
@@ -443,8 +445,11 @@ def pz_sample(pz: PZ, u: Array) -> IntArray:
 
 def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
     """``z_p <- (1 - b) z_p + b H`` with ``H = -lambda p + sum_{j in M3} e_j gain_j`` (M3 distinct)."""
-    if pz.support is None:
-        z = (1.0 - b) * pz.z + b * (-h.lam * pz.p)
+    if pz.support is None:  # (1 - b) z + b (-lambda p), element for element, in two m-vectors instead of four
+        z = pz.z * (1.0 - b)
+        lam_p = pz.p * -h.lam
+        lam_p *= b
+        z += lam_p
         z[h.idx] += b * h.gain
         return _pz(pz.p, z, None, 0.0, 0.0, pz.m)
     positive = h.gain > 0.0
