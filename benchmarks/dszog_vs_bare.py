@@ -1,6 +1,8 @@
 """zoframe ``adszog`` against a tight bare-numpy loop of the same update.
 
-Both run ADSZOG (ICML 2022 Algorithm 1) with the same q, batches and m on the pairwise problems of
+Both run ADSZOG (ICML 2022 Algorithm 1, with the papers' fixed steps: zoframe's ``steps="paper"``;
+``--steps auto`` runs zoframe's default backtracking rule instead, which evaluates more points per
+step than the bare loop) with the same q, batches and m on the pairwise problems of
 breast-cancer (scikit-learn's bundled set, m ~ 19k) and a9a (m ~ 46k), single-threaded BLAS.
 The bare loop works on the problem's arrays directly (no oracle, no dataclasses, no validation)
 and uses the same numerical kernels (Michelot projection, two-level inverse-CDF sampling), so
@@ -11,7 +13,7 @@ Prints one final JSON line with ``<problem>_ratio`` (zoframe ``adszog`` with its
 ``p_form="dense"``, the same dense vector work as the bare loop: the framework's own overhead),
 the iterations per second of each, and m.
 
-    python benchmarks/dszog_vs_bare.py [--iters 2000] [--repeats 5]
+    python benchmarks/dszog_vs_bare.py [--iters 2000] [--repeats 5] [--steps paper|auto]
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from zoframe_constrained.problems import PairwiseProblem, pairwise
 
 PARAMS = {"eta_w": 0.01, "eta_p": 0.01, "beta": 1.0, "lam": 1e-6, "q": 10, "mu": 1e-3,
           "M1": 128, "M2": 128, "M3": 128, "a": 0.9, "b": 0.9, "c": 1e-8}  # fmt: skip
+#: zoframe's steps: "paper" (the fixed steps above, the update the bare loop runs); "auto" is zoframe's
+#: default backtracking rule, which evaluates more points per step than the bare loop (--steps auto)
+STEPS = "paper"
 
 
 def bare_adszog(prob: PairwiseProblem, iters: int, seed: int) -> tuple[float, np.ndarray]:
@@ -112,8 +117,12 @@ def bare_adszog(prob: PairwiseProblem, iters: int, seed: int) -> tuple[float, np
     return (time.perf_counter() - t0) / iters, w
 
 
-def zoframe_adszog(prob: PairwiseProblem, iters: int, seed: int, p_form: str = "auto") -> tuple[float, np.ndarray]:
-    res = zoframe.minimize(prob, "adszog", rng=seed, max_iter=iters, record_every=iters, p_form=p_form, **PARAMS)
+def zoframe_adszog(
+    prob: PairwiseProblem, iters: int, seed: int, p_form: str = "auto", steps: str = STEPS
+) -> tuple[float, np.ndarray]:
+    res = zoframe.minimize(
+        prob, "adszog", rng=seed, max_iter=iters, record_every=iters, p_form=p_form, steps=steps, **PARAMS
+    )
     sec = res.trace["seconds"]
     return float(sec[-1] - sec[0]) / iters, res.x
 
@@ -122,16 +131,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", choices=("paper", "auto"), default=STEPS, help="zoframe's step rule (default: paper)")
     args = ap.parse_args(argv)
     problems = {"breast_cancer": pairwise("breast-cancer"), "a9a": pairwise("a9a")}
-    out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats}
+    out: dict[str, Any] = {"iters": args.iters, "repeats": args.repeats, "steps": args.steps}
     for key, prob in problems.items():
         zs, zds, bs = [], [], []
         with threadpool_limits(limits=1, user_api="blas"):
             for rep in range(args.repeats):  # interleaved, to share the machine's load fairly
                 bs.append(bare_adszog(prob, args.iters, rep)[0])
-                zs.append(zoframe_adszog(prob, args.iters, rep)[0])
-                zds.append(zoframe_adszog(prob, args.iters, rep, p_form="dense")[0])
+                zs.append(zoframe_adszog(prob, args.iters, rep, steps=args.steps)[0])
+                zds.append(zoframe_adszog(prob, args.iters, rep, p_form="dense", steps=args.steps)[0])
         z, zd, b = float(np.median(zs)), float(np.median(zds)), float(np.median(bs))
         # ratios of the runs made back to back (paired), robust to the machine's load drifting
         ratio = float(np.median(np.array(zs) / np.array(bs)))
