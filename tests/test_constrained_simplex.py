@@ -217,7 +217,8 @@ def test_sparse_sampling_equals_the_plain_formula() -> None:
         m = int(rng.integers(2, 5000))
         support = np.sort(rng.choice(m, size=int(rng.integers(1, min(m, 60) + 1)), replace=False)).astype(np.intp)
         values = rng.exponential(size=support.shape[0])
-        floor = 0.0 if rng.random() < 0.5 else float(rng.uniform(0.0, values.min()))
+        # floor 0, a floor mass small enough that few draws fall between support entries, or a large one
+        floor = 0.0 if rng.random() < 0.4 else float(rng.uniform(0.0, values.min())) * 10.0 ** -rng.uniform(0, 6)
         total = floor * (m - support.shape[0]) + values.sum()
         values, floor = values / total, floor / total
         u = rng.random(128)

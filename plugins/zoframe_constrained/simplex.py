@@ -340,8 +340,17 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     odd = t < ek
     np.logical_not(odd, out=odd)
     odd |= k < 0  # before S_0 or in a gap: the rest keeps S_k
-    if not odd.any():
+    n_odd = int(np.count_nonzero(odd))
+    if not n_odd:
         return out
+    if 4 * n_odd > out.shape[0]:  # a large floor mass: the gap arithmetic on the whole batch, then picked
+        nxt = np.append(support, m)
+        before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
+        gap = out + 1 + np.minimum(np.maximum(np.floor((t - ek) / floor), 0.0), float(m)).astype(np.intp)
+        gap = np.minimum(gap, nxt[kk + 1] - 1)
+        fix = np.minimum(np.maximum(np.where(k < 0, before, gap), 0), m - 1)
+        res: IntArray = np.where(odd, fix, out)
+        return res
     j = np.flatnonzero(odd)
     tj, kj, kkj, ekj, skj = t[j], k[j], kk[j], ek[j], out[j]
     # clip in floating point before the cast (t / floor may overflow for a tiny floor)
