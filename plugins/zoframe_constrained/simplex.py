@@ -146,22 +146,26 @@ def _floor_threshold(values: Array, n_floor: int) -> float:
 
     The sums of the weights are whole numbers below ``2**53``, exact in any order, so they are counted
     (the kept support entries, plus ``n_floor`` while the floor block is kept) instead of summed; the
-    products ``v @ c`` are the same BLAS dot products as in :func:`simplex_threshold`.
+    products ``v @ c`` are the same BLAS dot products as in :func:`simplex_threshold`, with the kept
+    weights read from the front of one array of ones instead of compacted: they are ones but the last
+    (the floor block's count while it is kept), and only entries the kept count has passed were
+    overwritten.
     """
     n = int(values.shape[0])
-    c = np.empty(n)  # np.ones, without its Python wrapper
-    c.fill(1.0)
-    c[n - 1] = float(n_floor)
+    ones = np.empty(n)  # np.ones, without its Python wrapper
+    ones.fill(1.0)
+    ones[n - 1] = float(n_floor)
     v = values
-    tau = max(float(v.max()) - 1.0, (float(v @ c) - 1.0) / float(n - 1 + n_floor))
+    tau = max(float(v.max()) - 1.0, (float(v @ ones) - 1.0) / float(n - 1 + n_floor))
     keep = v > tau
     kept = int(np.count_nonzero(keep))
     floor_in = True  # the floor block is the last entry while it is kept
     while kept:
         floor_in = floor_in and bool(keep[n - 1])
-        v, c = v[keep], c[keep]
+        v = v[keep]
         n = kept
-        tau = (float(v @ c) - 1.0) / float(n - 1 + n_floor if floor_in else n)
+        ones[n - 1] = float(n_floor) if floor_in else 1.0  # ones[: n - 1] are still ones
+        tau = (float(v @ ones[:n]) - 1.0) / float(n - 1 + n_floor if floor_in else n)
         keep = v > tau
         kept = int(np.count_nonzero(keep))
         if kept == n:
