@@ -108,7 +108,7 @@ def _close_kkt(rep: KKTReport, old: Any) -> None:
 
 
 # ---------------------------------------------------------------- kkt_report
-@pytest.mark.parametrize("max_active", [10000, 40, None])
+@pytest.mark.parametrize("max_active", [10000, 40, 0, None])
 def test_kkt_report_is_unchanged_up_to_one_block_and_close_in_many(prob: Any, max_active: int | None) -> None:
     for x in _points(prob):
         old = _old_kkt(prob, x, max_active=max_active)
@@ -142,6 +142,8 @@ def test_kkt_report_given_multipliers_in_blocks(prob: Any) -> None:
         kkt_report(prob, x, multipliers=-alpha - 1.0, block=97)
     with pytest.raises(InvalidInputError):
         kkt_report(prob, x, block=0)
+    with pytest.raises(InvalidInputError):
+        kkt_report(prob, x, max_active=-1)
 
 
 def test_kkt_report_of_a_black_box_and_of_a_reference(prob: Any) -> None:
@@ -337,3 +339,13 @@ def test_constrained_measures_on_4e6_constraints_stays_under_the_bound(big: Any)
     assert peak < 16 * 2**20, peak / 2**20
     assert oracle.calls_by_purpose["monitor"] == big.m + big.n
     assert 0 < out["frac_violated"] < 0.1
+
+
+def test_the_bounds_fail_on_the_unblocked_path(big: Any) -> None:
+    """The same calls with a block larger than m (all m values at once, the code before) break the bounds."""
+    x = _big_point(big)
+    _, peak = _traced_peak(lambda: kkt_report(big, x, block=big.m + 1))
+    assert peak > PEAK_BOUND, peak / 2**20
+    oracle = _oracle(big)
+    _, peak = _traced_peak(lambda: constrained_measures(x, oracle.monitor, 0.0, block=big.m + 1))
+    assert peak > 16 * 2**20, peak / 2**20

@@ -265,8 +265,8 @@ def kkt_report(
         raise InvalidInputError(f"kkt_report needs a constrained problem, got kind={getattr(problem, 'kind', None)!r}")
     if not (math.isfinite(active_tol) and active_tol >= 0):
         raise InvalidInputError(f"active_tol must be a finite number >= 0, got {active_tol!r}")
-    if max_active is not None and (not isinstance(max_active, (int, np.integer)) or isinstance(max_active, bool) or max_active < 1):
-        raise InvalidInputError(f"max_active must be a positive integer or None, got {max_active!r}")
+    if max_active is not None and (not isinstance(max_active, (int, np.integer)) or isinstance(max_active, bool) or max_active < 0):
+        raise InvalidInputError(f"max_active must be an integer >= 0 or None, got {max_active!r}")
     block = _check_block(block)
     xv = _vec(x, int(problem.dim), "x")
     m = int(problem.m)
