@@ -335,18 +335,20 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     start = floor * support + cum_r  # mass of the indices before S_k
     end = start + values
     k = start.searchsorted(t, "right")
+    low = bool(k.min() == 0)  # some draws before S_0
     k -= 1
-    kk = np.maximum(k, 0)
+    kk = np.maximum(k, 0) if low else k
     ek = end.take(kk)
     out: IntArray = support.take(kk)
     if out.dtype != np.intp:
         out = out.astype(np.intp)
     odd = t < ek
-    np.logical_not(odd, out=odd)
-    odd |= k < 0  # before S_0 or in a gap: the rest keeps S_k
-    n_odd = int(np.count_nonzero(odd))
-    if not n_odd:
+    if not low and np.count_nonzero(odd) == odd.shape[0]:  # every draw on its support entry
         return out
+    np.logical_not(odd, out=odd)
+    if low:
+        odd |= k < 0  # before S_0 or in a gap: the rest keeps S_k
+    n_odd = int(np.count_nonzero(odd))
     if 4 * n_odd > out.shape[0]:  # a large floor mass: the gap arithmetic on the whole batch, then picked
         nxt = np.append(support, m)
         before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
