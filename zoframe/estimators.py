@@ -112,13 +112,15 @@ class _RandomDirections:
     q: int = param(10, symbol="q", doc="number of random directions per estimate")
     mu: float = param(1e-3, symbol="mu", doc="smoothing radius")
 
-    #: whether :meth:`estimate` and :meth:`_single` are this module's (then :meth:`gradient` computes
-    #: the same ``grad`` itself); a subclass that redefines either is always asked through estimate()
-    _plain_estimate: ClassVar[bool] = True
+    #: whether :meth:`estimate`, :meth:`_single` and :meth:`gradient` are this module's: then :meth:`gradient` computes
+    #: the same ``grad`` itself, from a fresh matrix of points that it only reads after the call (so
+    #: a caller may let the oracle keep it: ``CountingOracle.objective_owned``); a subclass that
+    #: redefines estimate or _single is always asked through estimate()
+    plain_estimate: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._plain_estimate = cls.estimate is _RandomDirections.estimate and cls._single is _RandomDirections._single
+        cls.plain_estimate = all(getattr(cls, m) is getattr(_RandomDirections, m) for m in ("estimate", "_single", "gradient"))
 
     def __post_init__(self) -> None:
         if not isinstance(self.q, (int, np.integer)) or self.q < 1:
@@ -160,7 +162,7 @@ class _RandomDirections:
         ``x`` other than a float64 array of shape ``(d,)``, or a subclass that redefines
         :meth:`estimate`, goes through :meth:`estimate`.
         """
-        if not self._plain_estimate or type(x) is not np.ndarray or x.ndim != 1 or x.dtype != np.float64:
+        if not self.plain_estimate or type(x) is not np.ndarray or x.ndim != 1 or x.dtype != np.float64:
             return self.estimate(fun, x, rng).grad
         h = self.mu
         d = x.shape[0]
@@ -174,10 +176,12 @@ class _RandomDirections:
         vals = _call(fun, pts)  # ONE call, (q+1, b)
         diffs = vals[1:] - vals[0]
         diffs *= 1.0 / h  # (q, b): _single's (vals[1:] - vals[0]) * (1.0 / h), without a temporary
-        if not np.count_nonzero(diffs):
+        sums = np.add.reduce(diffs, axis=1)  # diffs.sum(axis=1), as _single
+        # every difference is 0 only if every row sum is: the q sums are tested first (the common case)
+        if not np.count_nonzero(sums) and not np.count_nonzero(diffs):
             _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
         c = self.scale(d) / q
-        grad: Array = (c / vals.shape[1]) * (np.add.reduce(diffs, axis=1) @ U)  # ndarray.sum is add.reduce
+        grad: Array = (c / vals.shape[1]) * (sums @ U)
         return grad
 
     def estimate(

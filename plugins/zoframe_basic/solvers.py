@@ -38,23 +38,25 @@ def _estimate_grad(est: Estimator, fun: BatchFunction, x: Array, rng: np.random.
     return grad
 
 
-def _gradient_at(solver: SolverBase) -> GradientAt:
-    """``fun, x, rng -> estimate(fun, x, rng).grad`` for the solver's estimator, built once per solver.
+def _gradient_at(solver: SolverBase) -> tuple[GradientAt, bool]:
+    """``fun, x, rng -> estimate(fun, x, rng).grad`` for the solver's estimator, built once per solver,
+    and whether its points may be handed over to the oracle (:meth:`CountingOracle.objective_owned`).
 
     The random-direction estimators compute that gradient alone (:meth:`GaussianEstimator.gradient`,
-    the same numbers without the rest of the :class:`~zoframe.estimators.Estimate`); any other
-    estimator is asked through ``estimate``.
+    the same numbers without the rest of the :class:`~zoframe.estimators.Estimate`) from a fresh
+    matrix of points that they only read after the call; any other estimator is asked through
+    ``estimate``, with the points copied by the oracle.
     """
     cache = solver.__dict__  # frozen dataclasses still have an instance dict
-    fn: GradientAt | None = cache.get("_gradient_at")
-    if fn is None:
+    found: tuple[GradientAt, bool] | None = cache.get("_gradient_at")
+    if found is None:
         est = solver.gradient_estimator()
         if isinstance(est, (GaussianEstimator, SphereEstimator)):
-            fn = est.gradient
+            found = est.gradient, est.plain_estimate
         else:
-            fn = partial(_estimate_grad, est)
-        cache["_gradient_at"] = fn
-    return fn
+            found = partial(_estimate_grad, est), False
+        cache["_gradient_at"] = found
+    return found
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,9 @@ class ZOSGD(SolverBase):
         batch = self.batch
         idx = None if batch is None or batch >= oracle.n else oracle.sample(batch, rng)  # l.1 (None: all n)
         x = state.x
-        g = _gradient_at(self)(lambda X: oracle.objective(X, idx), x, rng)  # l.2
+        gradient_at, owned = _gradient_at(self)
+        evaluate = oracle.objective_owned if owned else oracle.objective
+        g = gradient_at(lambda X: evaluate(X, idx), x, rng)  # l.2
         x = x - self.eta * g  # l.3
         fs = oracle.feasible_set
         if fs is not None:
@@ -140,7 +144,9 @@ class ZOSignSGD(SolverBase):
 
     def step(self, oracle: CountingOracle, state: SignState, rng: np.random.Generator) -> SignState:
         idx = _minibatch(oracle, self.batch, rng)  # l.1
-        g = _gradient_at(self)(lambda X: oracle.objective(X, idx), state.x, rng)  # l.2
+        gradient_at, owned = _gradient_at(self)
+        evaluate = oracle.objective_owned if owned else oracle.objective
+        g = gradient_at(lambda X: evaluate(X, idx), state.x, rng)  # l.2
         eta = self.eta / np.sqrt(state.t + 1.0) if self.decay else self.eta
         x = state.x - eta * np.sign(g)  # l.3
         if oracle.feasible_set is not None:
