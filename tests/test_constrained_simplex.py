@@ -290,3 +290,42 @@ def test_adszog_sparse_kernels_equal_the_plain_expressions_bit_for_bit() -> None
         for field in ("p", "z", "support"):
             assert np.array_equal(getattr(got, field), getattr(ref, field)), field
         assert (got.p_floor, got.z_floor, got.m) == (ref.p_floor, ref.z_floor, ref.m)
+
+
+def _ascent_sparse_reference(support, values, floor, m, eta, h):  # type: ignore[no-untyped-def]
+    """ascent_sparse as plain expressions: merge, weighted threshold over [v, s floor], cut."""
+    from zoframe_constrained.simplex import _gains, _merge
+
+    idx, gain = _gains(h)
+    s = 1.0 - eta * h.lam
+    union, (v,) = _merge(support, idx, (s * values, s * floor))
+    v[np.searchsorted(union, idx)] += eta * gain
+    n_floor = m - union.shape[0]
+    if n_floor > 0:
+        tau = simplex_threshold(np.append(v, s * floor), np.append(np.ones_like(v), float(n_floor)))
+    else:
+        tau = simplex_threshold(v)
+    new_floor = s * floor - tau
+    new_floor = new_floor if new_floor >= FLUSH else 0.0
+    new_v = v - tau
+    new_v[new_v < FLUSH] = 0.0
+    keep = new_v > new_floor
+    return union[keep], new_v[keep], float(new_floor)
+
+
+def test_sparse_ascent_equals_the_plain_expressions_bit_for_bit() -> None:
+    rng = np.random.default_rng(14)
+    for _ in range(300):
+        m = int(rng.integers(2, 3000))
+        k = int(rng.integers(0, min(m, 80) + 1))
+        support = np.sort(rng.choice(m, size=k, replace=False)).astype(np.intp)
+        values = rng.exponential(size=k)
+        floor = float(rng.choice([0.0, rng.uniform(0.0, 1e-3)])) if k else float(rng.uniform(1e-6, 1e-3))
+        total = values.sum() + floor * (m - k)
+        values, floor = values / total, floor / total
+        M3 = rng.choice(m, size=min(m, int(rng.integers(1, 40))), replace=bool(rng.random() < 0.3)).astype(np.intp)
+        h = Ascent(idx=M3, gain=np.where(rng.random(M3.shape[0]) < 0.5, 0.0, rng.exponential(size=M3.shape[0])), lam=1e-6)
+        eta = float(rng.uniform(1e-3, 1.0))
+        got = ascent_sparse(support, values, floor, m, eta, h)
+        ref = _ascent_sparse_reference(support, values, floor, m, eta, h)
+        assert np.array_equal(got[0], ref[0]) and np.array_equal(got[1], ref[1]) and got[2] == ref[2]
