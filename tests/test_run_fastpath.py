@@ -45,6 +45,33 @@ def test_gradient_is_estimates_grad_bit_for_bit(cls: Any, q: int, b: int) -> Non
         assert g.shape == (9,) and np.array_equal(g, ref)
 
 
+@pytest.mark.parametrize("cls", [GaussianEstimator, SphereEstimator])
+@pytest.mark.parametrize("b", [None, 1, 13])
+def test_oracle_gradient_is_estimates_grad_bit_for_bit(cls: Any, b: int | None) -> None:
+    prob = _ls()
+    est = cls(q=5, mu=2e-3)
+    for owned in (False, True):
+        oracle = CountingOracle(prob)
+        ref_oracle = CountingOracle(prob)
+        for seed in range(4):
+            x = np.random.default_rng(seed).standard_normal(9)
+            idx = None if b is None else oracle.sample(b, np.random.default_rng(seed))
+            evaluate = oracle.objective_owned if owned else oracle.objective
+            g = est.oracle_gradient(evaluate, idx, x, np.random.default_rng(seed + 7))
+            ref = est.estimate(lambda X, i=idx, o=ref_oracle: o.objective(X, i), x, np.random.default_rng(seed + 7)).grad
+            assert np.array_equal(g, ref)
+        assert oracle.snapshot() == ref_oracle.snapshot()
+
+
+def test_minimize_takes_the_lean_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("estimate() called on the lean path")
+
+    monkeypatch.setattr(GaussianEstimator, "estimate", refuse)
+    res = zoframe.minimize(_ls(), "zo-sgd", rng=0, max_iter=5, batch=7, record_every=0)
+    assert res.nit == 5
+
+
 def test_gradient_takes_one_value_per_point_and_other_inputs_through_estimate() -> None:
     est = GaussianEstimator(q=3, mu=1e-2)
     fun = lambda X: (X * X).sum(axis=1)  # noqa: E731  # (k,) values: one component
@@ -214,3 +241,16 @@ def test_the_blas_limit_holds_during_the_run_and_is_lifted_after() -> None:
     zoframe.minimize(_ls(), "zo-sgd", rng=0, max_iter=3, callback=cb)
     assert seen == [{1}] or not before
     assert blas_threads() == before
+
+
+# ----------------------------------------------------------------------------- the least-squares problem
+def test_least_squares_components_of_every_index_are_those_of_the_copy() -> None:
+    prob = LeastSquares(dim=30, n=200, seed=1)
+    rng = np.random.default_rng(0)
+    everything = np.arange(200)
+    for k in (1, 2, 11, 40):
+        X = rng.standard_normal((k, 30))
+        for idx in (everything, everything.astype(np.int32), rng.permutation(200), np.r_[0, 0, np.arange(2, 200)],
+                    rng.choice(200, 17, replace=False)):
+            r = X @ prob.A[idx].T - prob.b[idx]
+            assert np.array_equal(prob.components(X, idx), r * r)

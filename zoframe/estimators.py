@@ -11,6 +11,7 @@ the first-party package ``zoframe_estimators``; solvers of every family build on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 import math
 from typing import Any, ClassVar
@@ -67,6 +68,11 @@ def _call(fun: BatchFunction, pts: Array) -> Array:
         raise ShapeError(f"estimate: the function returned shape {vals.shape} for {pts.shape[0]} points")
     return vals
 
+
+_NDARRAY = np.ndarray
+#: the float64 dtype (an array of native float64 numbers has this very object as its dtype; one
+#: that does not, e.g. unpickled, only takes the general path)
+_F64 = np.dtype(np.float64)
 
 #: a step ``mu * max|u|`` below this fraction of ``max(1, max|x|)`` is far under any useful smoothing
 #: radius: exactly zero differences there are read as underflow, not as a flat function
@@ -162,7 +168,7 @@ class _RandomDirections:
         ``x`` other than a float64 array of shape ``(d,)``, or a subclass that redefines
         :meth:`estimate`, goes through :meth:`estimate`.
         """
-        if not self.plain_estimate or type(x) is not np.ndarray or x.ndim != 1 or x.dtype != np.float64:
+        if not self.plain_estimate or type(x) is not _NDARRAY or x.dtype is not _F64 or x.ndim != 1:
             return self.estimate(fun, x, rng).grad
         h = self.mu
         d = x.shape[0]
@@ -178,6 +184,38 @@ class _RandomDirections:
         diffs *= 1.0 / h  # (q, b): _single's (vals[1:] - vals[0]) * (1.0 / h), without a temporary
         sums = np.add.reduce(diffs, axis=1)  # diffs.sum(axis=1), as _single
         # every difference is 0 only if every row sum is: the q sums are tested first (the common case)
+        if not np.count_nonzero(sums) and not np.count_nonzero(diffs):
+            _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
+        c = self.scale(d) / q
+        grad: Array = (c / vals.shape[1]) * (sums @ U)
+        return grad
+
+    def oracle_gradient(self, evaluate: Callable[[Array, Any], Array], idx: Any, x: Array,
+                        rng: np.random.Generator) -> Array:
+        """:meth:`gradient` of ``X -> evaluate(X, idx)``, bit for bit, for an oracle's evaluation method.
+
+        ``evaluate(points, idx)`` must return checked ``(k, b)`` float64 values (as the
+        :class:`~zoframe.oracle.CountingOracle`'s ``objective`` and ``objective_owned`` do: they are
+        not checked again) and may keep ``points``: each call gets a fresh matrix, which is only read
+        after the call (so ``objective_owned`` can use it without a copy). Same fallbacks as
+        :meth:`gradient`. The arithmetic is :meth:`gradient`'s, written out again to save a call per
+        step (the tests hold the two to :meth:`estimate` bit for bit).
+        """
+        if not self.plain_estimate or type(x) is not _NDARRAY or x.dtype is not _F64 or x.ndim != 1:
+            return self.estimate(lambda X: evaluate(X, idx), x, rng).grad
+        h = self.mu
+        d = x.shape[0]
+        U = self.directions(d, rng)
+        q = U.shape[0]
+        pts = np.empty((q + 1, d))
+        pts[0] = x
+        tail = pts[1:]
+        np.multiply(U, h, out=tail)
+        tail += x
+        vals = evaluate(pts, idx)  # ONE call, (q+1, b), checked by the oracle
+        diffs = vals[1:] - vals[0]
+        diffs *= 1.0 / h
+        sums = np.add.reduce(diffs, axis=1)
         if not np.count_nonzero(sums) and not np.count_nonzero(diffs):
             _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
         c = self.scale(d) / q

@@ -31,6 +31,7 @@ class LeastSquares:
     b: Array = field(init=False, repr=False)
     x0: Array = field(init=False, repr=False)
     feasible_set: Any = None
+    _full: IntArray = field(init=False, repr=False)  # arange(n): the index batch of every component
 
     def __post_init__(self) -> None:
         if self.dim < 1 or self.n < 1:
@@ -39,14 +40,21 @@ class LeastSquares:
         A = rng.standard_normal((self.n, self.dim)) / np.sqrt(self.dim)
         x_true = rng.standard_normal(self.dim)
         b = A @ x_true + self.noise * rng.standard_normal(self.n)
-        for arr in (A, b):
+        full = np.arange(self.n)
+        for arr in (A, b, full):
             arr.setflags(write=False)
         object.__setattr__(self, "A", A)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "x0", np.zeros(self.dim))
+        object.__setattr__(self, "_full", full)
 
     def components(self, X: Array, idx: IntArray) -> Array:
-        r: Array = X @ self.A[idx].T - self.b[idx]
+        A, b = self.A, self.b
+        # every component in order (idx=None, a full trace record): A itself, not a copy A[idx] of it
+        # (the same matrix, so the same product; the copy of n x d numbers cost more than the product)
+        if len(idx) != self.n or not np.array_equal(idx, self._full):
+            A, b = A[idx], b[idx]
+        r: Array = X @ A.T - b
         return r * r
 
     def component_gradients(self, x: Array, idx: IntArray) -> Array:

@@ -12,7 +12,7 @@ import numpy as np
 from zoframe.errors import InvalidParameterError
 from zoframe.estimators import GaussianEstimator, SphereEstimator
 from zoframe.oracle import CountingOracle
-from zoframe.protocols import Array, BatchFunction, Estimator
+from zoframe.protocols import Array, Estimator
 from zoframe.solver import SolverBase, check_batch, check_int, check_positive
 from zoframe.specs import param
 
@@ -30,29 +30,31 @@ def _minibatch(oracle: CountingOracle, batch: int | None, rng: np.random.Generat
     return oracle.sample(batch, rng)
 
 
-GradientAt = Callable[[BatchFunction, Array, np.random.Generator], Array]
+Evaluate = Callable[[Array, Any], Array]
+OracleGradient = Callable[[Evaluate, Any, Array, np.random.Generator], Array]
 
 
-def _estimate_grad(est: Estimator, fun: BatchFunction, x: Array, rng: np.random.Generator) -> Array:
-    grad: Array = est.estimate(fun, x, rng).grad
+def _estimate_grad(est: Estimator, evaluate: Evaluate, idx: Any, x: Array, rng: np.random.Generator) -> Array:
+    grad: Array = est.estimate(lambda X: evaluate(X, idx), x, rng).grad
     return grad
 
 
-def _gradient_at(solver: SolverBase) -> tuple[GradientAt, bool]:
-    """``fun, x, rng -> estimate(fun, x, rng).grad`` for the solver's estimator, built once per solver,
-    and whether its points may be handed over to the oracle (:meth:`CountingOracle.objective_owned`).
+def _gradient_at(solver: SolverBase) -> tuple[OracleGradient, bool]:
+    """``evaluate, idx, x, rng -> estimate(X -> evaluate(X, idx), x, rng).grad`` for the solver's
+    estimator (built once per solver), and whether ``evaluate`` may be the oracle's ``objective_owned``.
 
-    The random-direction estimators compute that gradient alone (:meth:`GaussianEstimator.gradient`,
-    the same numbers without the rest of the :class:`~zoframe.estimators.Estimate`) from a fresh
-    matrix of points that they only read after the call; any other estimator is asked through
-    ``estimate``, with the points copied by the oracle.
+    The plain random-direction estimators compute that gradient alone
+    (:meth:`GaussianEstimator.oracle_gradient`: the same numbers without the rest of the
+    :class:`~zoframe.estimators.Estimate`) from a fresh matrix of points that they only read after
+    the call, so the oracle may keep it; any other estimator is asked through ``estimate``, with
+    its points copied by ``objective``.
     """
     cache = solver.__dict__  # frozen dataclasses still have an instance dict
-    found: tuple[GradientAt, bool] | None = cache.get("_gradient_at")
+    found: tuple[OracleGradient, bool] | None = cache.get("_gradient_at")
     if found is None:
         est = solver.gradient_estimator()
-        if isinstance(est, (GaussianEstimator, SphereEstimator)):
-            found = est.gradient, est.plain_estimate
+        if isinstance(est, (GaussianEstimator, SphereEstimator)) and est.plain_estimate:
+            found = est.oracle_gradient, True
         else:
             found = partial(_estimate_grad, est), False
         cache["_gradient_at"] = found
@@ -95,9 +97,8 @@ class ZOSGD(SolverBase):
         batch = self.batch
         idx = None if batch is None or batch >= oracle.n else oracle.sample(batch, rng)  # l.1 (None: all n)
         x = state.x
-        gradient_at, owned = _gradient_at(self)
-        evaluate = oracle.objective_owned if owned else oracle.objective
-        g = gradient_at(lambda X: evaluate(X, idx), x, rng)  # l.2
+        gradient_at, owned = self.__dict__.get("_gradient_at") or _gradient_at(self)
+        g = gradient_at(oracle.objective_owned if owned else oracle.objective, idx, x, rng)  # l.2
         x = x - self.eta * g  # l.3
         fs = oracle.feasible_set
         if fs is not None:
@@ -144,9 +145,8 @@ class ZOSignSGD(SolverBase):
 
     def step(self, oracle: CountingOracle, state: SignState, rng: np.random.Generator) -> SignState:
         idx = _minibatch(oracle, self.batch, rng)  # l.1
-        gradient_at, owned = _gradient_at(self)
-        evaluate = oracle.objective_owned if owned else oracle.objective
-        g = gradient_at(lambda X: evaluate(X, idx), state.x, rng)  # l.2
+        gradient_at, owned = self.__dict__.get("_gradient_at") or _gradient_at(self)
+        g = gradient_at(oracle.objective_owned if owned else oracle.objective, idx, state.x, rng)  # l.2
         eta = self.eta / np.sqrt(state.t + 1.0) if self.decay else self.eta
         x = state.x - eta * np.sign(g)  # l.3
         if oracle.feasible_set is not None:
