@@ -254,3 +254,15 @@ def test_least_squares_components_of_every_index_are_those_of_the_copy() -> None
                     rng.choice(200, 17, replace=False)):
             r = X @ prob.A[idx].T - prob.b[idx]
             assert np.array_equal(prob.components(X, idx), r * r)
+
+
+def test_least_squares_gradient_norm_is_that_of_the_doubled_matrix() -> None:
+    """2 (A^T r) and (2 A^T) r are the same numbers (doubling is exact), at every scale of x."""
+    for dim, n, seed in [(100, 1000, 0), (12, 150, 3), (3, 7, 1)]:
+        prob = LeastSquares(dim=dim, n=n, seed=seed)
+        oracle = CountingOracle(prob)
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            x = rng.standard_normal(dim) * 10.0 ** rng.uniform(-8, 8)
+            g = 2.0 * prob.A.T @ (prob.A @ x - prob.b) / prob.n
+            assert prob.measures({"x": x}, oracle.monitor)["grad_norm"] == float(np.linalg.norm(g))
