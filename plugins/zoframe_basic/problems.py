@@ -69,8 +69,8 @@ class LeastSquares:
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
         x = outputs["x"]
-        # 2 (A^T r) instead of (2 A^T) r: doubling is exact, so the two are the same numbers, without
-        # a doubled copy of A per record
+        # 2 (A^T r) instead of (2 A^T) r: doubling is exact (short of overflow or subnormal products),
+        # so the two are the same numbers, without a doubled copy of A per record
         g = 2.0 * (self.A.T @ (self.A @ x - self.b)) / self.n
         return {"fun": float(monitor.objective(x).mean()), "grad_norm": float(np.linalg.norm(g))}
 
