@@ -349,22 +349,26 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     if low:
         odd |= k < 0  # before S_0 or in a gap: the rest keeps S_k
     n_odd = int(np.count_nonzero(odd))
-    if 4 * n_odd > out.shape[0]:  # a large floor mass: the gap arithmetic on the whole batch, then picked
-        nxt = np.append(support, m)
+    n = support.shape[0]
+    nxt = np.empty(n + 1, dtype=np.intp)  # first index of the next support entry (or m): np.append(support, m)
+    nxt[:n] = support
+    nxt[n] = m
+    if 4 * n_odd <= out.shape[0]:  # few odd draws: the arithmetic on them only
+        j = np.flatnonzero(odd)
+        t, k, kk, ek, sk = t[j], k[j], kk[j], ek[j], out[j]
+    else:  # a large floor mass: on the whole batch, then picked
+        sk = out
+    # the draws between S_k and S_{k+1} (clipped in floating point before the cast: t / floor may overflow)
+    gap = sk + 1 + np.minimum(np.maximum(np.floor((t - ek) / floor), 0.0), float(m)).astype(np.intp)
+    gap = np.minimum(gap, nxt[kk + 1] - 1)
+    if low:  # and those before S_0
         before = np.minimum(t / floor, support[0] - 1.0).astype(np.intp)
-        gap = out + 1 + np.minimum(np.maximum(np.floor((t - ek) / floor), 0.0), float(m)).astype(np.intp)
-        gap = np.minimum(gap, nxt[kk + 1] - 1)
-        fix = np.minimum(np.maximum(np.where(k < 0, before, gap), 0), m - 1)
+        gap = np.where(k < 0, before, gap)
+    fix = np.minimum(np.maximum(gap, 0), m - 1)
+    if sk is out:
         res: IntArray = np.where(odd, fix, out)
         return res
-    j = np.flatnonzero(odd)
-    tj, kj, kkj, ekj, skj = t[j], k[j], kk[j], ek[j], out[j]
-    # clip in floating point before the cast (t / floor may overflow for a tiny floor)
-    nxt = np.append(support, m)  # first index of the next support entry (or m)
-    before = np.minimum(tj / floor, support[0] - 1.0).astype(np.intp)
-    gap = skj + 1 + np.minimum(np.maximum(np.floor((tj - ekj) / floor), 0.0), float(m)).astype(np.intp)
-    gap = np.minimum(gap, nxt[kkj + 1] - 1)
-    out[j] = np.minimum(np.maximum(np.where(kj < 0, before, gap), 0), m - 1)
+    out[j] = fix
     return out
 
 
