@@ -80,8 +80,8 @@ def _params(prob: str, solver: str, steps: str, form: str) -> dict[str, Any]:
     return params
 
 
-#: arrays above this many entries (the dense p and z_p) are stored as a hash and two sums
-_BIG = 1000
+#: arrays above this many entries (p, z_p, the iterates every 25 steps) are stored as a hash and two sums
+_BIG = 100
 
 
 def _digest(arr: np.ndarray) -> dict[str, Any]:
