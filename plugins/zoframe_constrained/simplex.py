@@ -77,9 +77,22 @@ _HUGE = 2.0**50
 #: values below the smallest normal double are set to zero (no subnormal floats in p or z_p)
 FLUSH = float(np.finfo(np.float64).tiny)
 
-#: ``np.einsum`` without its Python wrapper (which, with the default ``optimize=False``, calls this same
-#: function with the same operands): the same sums, about 0.8 us less per call
-_EINSUM: Callable[..., Any] = getattr(importlib.import_module("numpy._core.multiarray"), "c_einsum", np.einsum)
+
+def _c_einsum() -> Callable[..., Any]:
+    """``np.einsum`` without its Python wrapper (which, with the default ``optimize=False``, calls this same
+    function with the same operands): the same sums, about 0.8 us less per call; ``np.einsum`` itself
+    where numpy keeps it elsewhere (``numpy.core`` before numpy 2)."""
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            fn = getattr(importlib.import_module(name), "c_einsum", None)
+        except ImportError:
+            continue
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    return np.einsum
+
+
+_EINSUM: Callable[..., Any] = _c_einsum()
 
 
 def dot_self(v: Array) -> float:
