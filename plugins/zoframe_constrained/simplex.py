@@ -331,7 +331,8 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     floor mass almost every draw lands on a support entry: the gap arithmetic runs on the few draws
     that need it only (the same operations, element for element, as on the whole batch).
     """
-    r = values - floor
+    # the excess over the floor (values - floor; with a floor of +0.0 the values themselves, bit for bit)
+    r = values if floor == 0.0 and math.copysign(1.0, floor) > 0.0 else values - floor
     cum_r = r.cumsum()
     total = floor * m + (float(cum_r[-1]) if r.shape[0] else 0.0)
     t = u * total
