@@ -327,6 +327,46 @@ def test_objective_owned_copies_and_checks_anything_else_as_objective_does(make:
         CountingOracle(SmokeMinimax()).objective_owned(np.zeros((2, 3)))
 
 
+def test_objective_owned_results_the_user_keeps_are_copied_and_checked() -> None:
+    """The inline one-block path keeps a result only when nobody else holds it, and checks it as
+    objective() does: a cached array, a wrong shape, float32 values and NaN behave the same."""
+    cache = np.arange(12.0).reshape(3, 4)
+
+    class Kept:
+        kind, dim, n = "finite_sum", 2, 4
+        result: Any = cache
+
+        def components(self, X: np.ndarray, idx: np.ndarray) -> Any:
+            return self.result
+
+    o = CountingOracle(Kept())
+    out = o.objective_owned(np.zeros((3, 2)))
+    assert np.array_equal(out, cache) and out is not cache and not np.shares_memory(out, cache)
+    out[0, 0] = -1.0
+    assert cache[0, 0] == 0.0  # the user's array is untouched
+    Kept.result = cache.astype(np.float32)
+    assert o.objective_owned(np.zeros((3, 2))).dtype == np.float64
+    Kept.result = cache[:, :3]
+    with pytest.raises(ShapeError, match="objective"):
+        o.objective_owned(np.zeros((3, 2)))
+    Kept.result = np.full((3, 4), np.nan)
+    with pytest.raises(zoframe.NonFiniteValueError):
+        o.objective_owned(np.zeros((3, 2)))
+    assert np.all(CountingOracle(Kept(), nonfinite="inf").objective_owned(np.zeros((3, 2))) == np.inf)
+
+
+def test_objective_owned_trusts_only_a_batch_drawn_from_the_components() -> None:
+    o = CountingOracle(SmokeConstrained())  # n = 8 components, m = 6 constraints
+    rng = np.random.default_rng(0)
+    drawn = o.sample(3, rng)
+    assert o.objective_owned(np.zeros((2, 4)), drawn).shape == (2, 3)
+    bad = np.array([8], dtype=np.intp)
+    bad.setflags(write=False)
+    o._last_drawn = (bad, 9)  # drawn from 9 > n = 8 (e.g. the constraints of a bigger problem): checked
+    with pytest.raises(ShapeError, match="index out of range: got 8"):
+        o.objective_owned(np.zeros((2, 4)), bad)
+
+
 def test_an_empty_batch_is_no_user_call() -> None:
     o = CountingOracle(SmokeFiniteSum())
     assert o.objective(np.zeros((0, 4))).shape == (0, 8)

@@ -153,6 +153,18 @@ def _refcount_of_temporary(a: object) -> int:
 _FRESH_REFS = _refcount_of_temporary(np.empty(1)) if hasattr(sys, "getrefcount") else -1
 
 
+def _refcount_of_local() -> int:
+    a = np.empty(1)
+    return sys.getrefcount(a)
+
+
+# the same for an array held by one local variable of the function that tests it
+_LOCAL_REFS = _refcount_of_local() if hasattr(sys, "getrefcount") else -1
+_NDARRAY = np.ndarray
+_FLOAT64 = np.dtype(np.float64)
+_INTP = np.dtype(np.intp)
+
+
 def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -> Array:
     """Check a user function's result and return it as a ``(k, b)`` float64 array the caller owns.
 
@@ -351,6 +363,7 @@ class CountingOracle:
         self._one_shape = (self.dim,)
         self._row_shape = (1, self.dim)
         self._trusted: dict[int, tuple[IntArray, int]] = {}
+        self._last_drawn: tuple[IntArray | None, int] = (None, 0)  # sample()'s latest batch and its population
         self.monitor = MonitorOracle(self)
 
     # ------------------------------------------------------------------ public evaluation API
@@ -378,15 +391,52 @@ class CountingOracle:
         """
         if self.kind == "minimax":
             self._require(("finite_sum", "constrained", "composite"), "objective")
-        if type(pts) is not np.ndarray or pts.dtype != np.float64:
+        if type(pts) is not _NDARRAY or pts.dtype is not _FLOAT64:
             return self.objective(pts, idx, purpose=purpose)
         shape = pts.shape
         flags = pts.flags
         if len(shape) != 2 or shape[1] != self.dim or not (flags.c_contiguous and flags.owndata):
             return self.objective(pts, idx, purpose=purpose)
+        drawn, total = self._last_drawn
+        if drawn is not None and idx is drawn and total <= self.n:
+            ids: IntArray = drawn  # the batch sample() has just drawn: read-only and valid here
+        else:
+            ids = self._indices(idx, self.n, "component")
         pts.setflags(write=False)
-        ids = self._indices(idx, self.n, "component")
-        return self._evaluate(self._problem.components, (pts,), ids, "objective", purpose, True)
+        k, b = shape[0], ids.shape[0]
+        if k > self.block_rows:
+            return self._evaluate(self._problem.components, (pts,), ids, "objective", purpose, True)
+        # the one-block case of _evaluate, inline (the estimators' hot path): same counts and checks
+        count = k * b
+        calls = self.calls + count
+        if self.max_calls is not None and calls > self.max_calls:
+            raise BudgetExhausted(count, self.calls, self.max_calls)
+        self.calls = calls
+        self.calls_by_kind["objective"] += count
+        self.calls_by_purpose[purpose] += count
+        self.user_calls += 1
+        fn = self._problem.components
+        t0 = _clock()
+        try:
+            raw = fn(pts, ids)
+        finally:
+            self.seconds += _clock() - t0
+        out_flags = raw.flags if type(raw) is _NDARRAY else None
+        if (
+            out_flags is not None
+            and raw.dtype is _FLOAT64
+            and raw.shape == (k, b)
+            and sys.getrefcount(raw) <= _LOCAL_REFS
+            and out_flags.owndata
+            and out_flags.writeable
+        ):
+            out: Array = raw  # a fresh float64 array of the right shape nobody else holds: as_values keeps it too
+        else:
+            out = as_values(raw, k, b, self._function_name(fn, "objective"))  # checks; copies what is held here
+        flat = out.reshape(-1)
+        if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
+            out = self._nonfinite(out, (pts,), ids, "objective")
+        return out
 
     def constraints(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """Values ``(k, b)`` of constraints ``idx`` (all ``m`` if ``None``) at rows of ``X``."""
@@ -551,11 +601,15 @@ class CountingOracle:
             raise InvalidInputError(
                 f"cannot draw {size} distinct {population} out of {total}; use a smaller batch or replace=True"
             )
-        ids = np.asarray(rng.choice(total, size=size, replace=replace), dtype=np.intp)
+        ids = rng.choice(total, size=size, replace=replace)
+        if type(ids) is not _NDARRAY or ids.dtype is not _INTP:
+            ids = np.asarray(ids, dtype=np.intp)
         ids.setflags(write=False)
-        self._trusted[id(ids)] = (ids, total)  # holding a reference keeps id(ids) unique
-        if len(self._trusted) > 32:
-            self._trusted.pop(next(iter(self._trusted)))
+        trusted = self._trusted
+        trusted[id(ids)] = (ids, total)  # holding a reference keeps id(ids) unique
+        if len(trusted) > 32:
+            trusted.pop(next(iter(trusted)))
+        self._last_drawn = (ids, total)
         return ids
 
     def linear_constraints(self) -> tuple[Array, Array]:
