@@ -2,7 +2,7 @@
 
 Problem: finite-sum least squares, d = 100, n = 1000 (``least-squares`` problem plugin). Both runs
 make the same oracle calls with the same random numbers (the final iterates agree to rounding,
-checked), single-threaded BLAS for both. Reported: median over 5 interleaved repetitions of the
+checked), single-threaded BLAS for both. Reported: median over ``--reps`` interleaved repetitions of the
 wall time of each, and their ratio, for several mini-batch sizes.
 
 The headline ``overhead_ratio`` compares the same work (batch 100, ``record_every=0``: the bare loop
@@ -14,8 +14,15 @@ work the bare loop does not do, reported so that its cost is visible.
 20000 iterations without a trace (median over the repetitions, in microseconds per iteration).
 
 ``--compare PATH`` also times the ``minimize`` of another copy of the driver, side by side with the
-current one (e.g. ``git show REV:zoframe/driver.py > /tmp/driver_rev.py``, for a change of the
-run loop): its ratios appear as ``..._compare`` figures.
+current one (e.g. ``git show REV:zoframe/driver.py > /tmp/driver_rev.py``): its ratios appear as
+``..._compare`` figures. Only ``driver.py`` is swapped: the run loop, the solver, the estimator and
+the oracle are the current ones in both.
+
+``--compare-tree DIR`` compares whole source trees instead (e.g. ``git archive REV | tar -x -C DIR``):
+the benchmark runs ``--rounds`` times in fresh processes, alternately on ``DIR`` (``DIR`` and
+``DIR/plugins`` first on ``sys.path``) and on this tree; each process reports its own ratios to the
+bare loop (which both trees share), and the final JSON holds the medians over the rounds, this
+tree's figures as usual and the other tree's with the suffix ``_tree``.
 
 Prints its figures as one final line of JSON.
 """
@@ -28,7 +35,10 @@ from dataclasses import dataclass
 from functools import partial
 import importlib.util
 import json
+import os
+from pathlib import Path
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any, ClassVar
@@ -100,12 +110,44 @@ def interleaved(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, tuple
     return {k: (statistics.median(v), outs[k]) for k, v in times.items()}
 
 
+def compare_trees(other: str, rounds: int, iters: int, reps: int) -> None:
+    """The benchmark in fresh processes, alternately on the tree ``other`` and on this one; medians."""
+    here = Path(__file__).resolve().parents[1]
+    runs: dict[str, list[dict[str, float]]] = {"tree": [], "here": []}
+    for _ in range(rounds):
+        for key, root in (("tree", Path(other).resolve()), ("here", here)):
+            path = os.pathsep.join([str(root), str(root / "plugins"), os.environ.get("PYTHONPATH", "")])
+            proc = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), "--iters", str(iters), "--reps", str(reps),
+                 "--expect-root", str(root)],
+                capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path}, check=True,
+            )
+            runs[key].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            print(f"{key}: {runs[key][-1]}", flush=True)
+    figures: dict[str, float] = {}
+    for key, suffix in (("here", ""), ("tree", "_tree")):
+        for name in runs[key][0]:
+            figures[name + suffix] = statistics.median(r[name] for r in runs[key])
+    figures["rounds"] = rounds
+    print(json.dumps(figures))
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--compare", metavar="PATH", help="another driver.py whose minimize is timed side by side")
+    ap.add_argument("--compare-tree", metavar="DIR", help="another source tree, run alternately in fresh processes")
+    ap.add_argument("--rounds", type=int, default=3, help="processes per tree with --compare-tree (default 3)")
+    ap.add_argument("--expect-root", help=argparse.SUPPRESS)  # set by --compare-tree: the tree zoframe must come from
     args = ap.parse_args()
+    if args.expect_root:
+        for mod in (zoframe, sys.modules[LeastSquares.__module__]):
+            if not Path(str(mod.__file__)).resolve().is_relative_to(Path(args.expect_root).resolve()):
+                raise SystemExit(f"{mod.__name__} was imported from {mod.__file__}, not from {args.expect_root}")
+    if args.compare_tree:
+        compare_trees(args.compare_tree, args.rounds, args.iters, args.reps)
+        return
     other = load_driver(args.compare) if args.compare else None
     prob = LeastSquares(dim=100, n=1000, seed=0)
     eta, q, mu = 0.05, 10, 1e-3
