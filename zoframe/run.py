@@ -150,7 +150,8 @@ class RunLoop:
         The loop's attributes are read once; ``state``, ``nit``, ``seconds`` and ``row`` are written
         back after every step, as :meth:`step` does, so that whatever reads the loop (the observers,
         an ask/tell snapshot taken while a step waits for values) sees the last completed iteration.
-        The observers and ``terminate`` are called only when there are some.
+        The observers and ``terminate`` are called only when there are some (and the counters read
+        back after them).
         """
         after = self._after_step if (self._per_step or self.check_every_step or self._terminate is not _never) else None
         solver_step, oracle, rng, now = self._step, self.oracle, self.rng, _now
@@ -170,6 +171,7 @@ class RunLoop:
                 stop = after(state)
                 if stop is not None:
                     return stop
+                state, nit, seconds = self.state, self.nit, self.seconds  # as an observer left them
 
     def init(self) -> None:
         t0 = time.perf_counter()
