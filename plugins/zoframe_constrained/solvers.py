@@ -69,6 +69,9 @@ SPARSE_AUTO_M = 10_000
 
 #: ``outputs()`` gives the dense ``p`` up to this many constraints, the floor + support form above it
 DENSE_P_MAX = 10**7
+#: above this many constraints a restoration round (R1 over all m) is a blocked pass keeping the
+#: ``restore_batch`` largest values, instead of one call returning all m values (zoframe.measures.FULL_PASS_BLOCK)
+RESTORE_BLOCKED_ABOVE = 1 << 20
 
 PForm = Literal["auto", "dense", "sparse"]
 StepMode = Literal["auto", "paper"]
@@ -807,6 +810,8 @@ class _PenaltyMinimax(SolverBase):
         """
         sample = self.restore_sample
         idx = None if sample is None or sample >= oracle.m else np.sort(rng.choice(oracle.m, size=sample, replace=False))
+        if idx is None and oracle.m > RESTORE_BLOCKED_ABOVE:
+            return self._restore_round_blocked(oracle, w, active, rng)
         f = _finite(oracle.constraints(w, idx, purpose="restore")[0], oracle, "in the restoration")  # R1
         ids = np.arange(oracle.m) if idx is None else idx
         violation = max(float(f.max()), 0.0)
@@ -831,7 +836,47 @@ class _PenaltyMinimax(SolverBase):
         if band.shape[0] > room:
             band = band[np.argpartition(-f[band], room - 1)[:room]] if room > 0 else band[:0]
         rows = np.concatenate([keep, band])
-        V = ids[rows]
+        w_new, new_active = self._restore_step(oracle, w, ids[rows], f[rows], violation, rng)
+        return w_new, violation, checked, new_active
+
+    def _restore_round_blocked(
+        self, oracle: CountingOracle, w: Array, active: IntArray | None, rng: np.random.Generator
+    ) -> tuple[Array, float, int, IntArray | None]:
+        """:meth:`_restore_round` over all ``m`` constraints with memory bounded whatever ``m`` is.
+
+        R1 is one blocked pass (:func:`zoframe.measures.max_violation_full`, blocks of 2^20
+        constraints) that keeps the ``restore_batch`` largest values; R2 takes the previous active
+        set (evaluated again by index: at most ``restore_batch`` more evaluations) and then the
+        largest of those values within the band. Used above :data:`RESTORE_BLOCKED_ABOVE`
+        constraints, where holding all ``m`` values (and their indices) would cost gigabytes.
+        """
+        from zoframe.measures import max_violation_full
+
+        k = self.restore_batch or 16 * oracle.dim
+        full = max_violation_full(oracle, w, top=k, purpose="restore")  # R1: every constraint, in blocks
+        violation = max(full.max_value, 0.0)
+        if violation <= self.tol:
+            return w, violation, oracle.m, active
+        keep = np.zeros(0, dtype=np.intp)  # R2: the previous active set, then the band
+        f_keep = np.zeros(0)
+        if active is not None and active.shape[0]:
+            keep = np.asarray(active[:k], dtype=np.intp)
+            f_keep = _finite(oracle.constraints(w, keep, purpose="restore")[0], oracle, "in the restoration")
+        cand, f_cand = full.top_indices, full.top_values  # largest first
+        inside = f_cand > -max(self.tol, violation)
+        if keep.shape[0]:
+            inside &= ~np.isin(cand, keep)
+        room = k - keep.shape[0]
+        band, f_band = cand[inside][:room], f_cand[inside][:room]
+        V = np.concatenate([keep, band])
+        w_new, new_active = self._restore_step(oracle, w, V, np.concatenate([f_keep, f_band]), violation, rng)
+        return w_new, violation, oracle.m, new_active
+
+    def _restore_step(
+        self, oracle: CountingOracle, w: Array, V: IntArray, f_V: Array, violation: float, rng: np.random.Generator
+    ) -> tuple[Array, IntArray | None]:
+        """R3-R4 of a restoration round on the constraints ``V`` (values ``f_V`` at ``w``): the new
+        point and the active set of the least-distance step."""
         coord = CoordinateEstimator(mu=self.restore_mu)
         inside = oracle.feasible_set
         grads = coord.estimate(
@@ -839,7 +884,7 @@ class _PenaltyMinimax(SolverBase):
             per_component=True,
         )  # R3 (points kept inside the bounds: a coordinate on its bound gets half the difference)
         G = np.asarray(grads.per_component).reshape(V.shape[0], oracle.dim)
-        rhs = -f[rows]
+        rhs = -f_V
         box = oracle.feasible_set
         lo, hi = getattr(box, "lower", None), getattr(box, "upper", None)
         n_rows = G.shape[0]
@@ -856,7 +901,7 @@ class _PenaltyMinimax(SolverBase):
         w_new = w + delta
         if box is not None:
             w_new = box.project(w_new)
-        return w_new, violation, checked, new_active
+        return w_new, new_active
 
     def snapshot(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
         """A feasible copy of the current iterate (``restore_every``): the penalty iterates go on unchanged.
