@@ -21,6 +21,7 @@ ICML 2022 (Algorithm 1, with EMA and adaptive steps: ``adszog`` here) and the sa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import dataclasses
 from dataclasses import dataclass
 import functools
@@ -125,6 +126,25 @@ def _diverged(w: Array, solver: _PenaltyMinimax, t: int) -> Array:
             "steps='auto' (normalised steps with backtracking on the penalised value)."
         )
     return w
+
+
+def _lagrangian_terms(
+    oracle: CountingOracle, M1: IntArray, M2: IntArray, weights: Array, *, owned: bool
+) -> Callable[[Array], Array]:
+    """The function of the points that G_L's estimator differences: ``[l_M1, phi_M2] * weights`` per
+    point, every point projected into the bounds first. ``owned``: the estimator hands over a fresh
+    matrix it never touches again (``oracle.objective_owned``); otherwise ``oracle.objective`` copies."""
+    box = oracle.feasible_set
+    objective = oracle.objective_owned if owned else oracle.objective
+
+    def lagrangian_terms(X: Array) -> Array:
+        if box is not None:
+            X = box.project(X)  # every evaluated point inside the bounds
+        loss = objective(X, M1)
+        f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
+        return _weighted_terms(loss, f, weights)
+
+    return lagrangian_terms
 
 
 def _weighted_terms(loss: Array, f: Array, weights: Array) -> Array:
@@ -417,16 +437,8 @@ class _PenaltyMinimax(SolverBase):
             return self._estimate(oracle, w, M1, M2, rng, beta, p_weights)[0]
         b = self.beta if beta is None else beta
         weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
-        box = oracle.feasible_set
-
-        def lagrangian_terms(X: Array) -> Array:
-            if box is not None:
-                X = box.project(X)  # every evaluated point inside the bounds
-            loss = oracle.objective_owned(X, M1)
-            f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
-            return _weighted_terms(loss, f, weights)
-
-        return np.asarray(gradient(lagrangian_terms, w, rng), dtype=np.float64)
+        terms = _lagrangian_terms(oracle, M1, M2, weights, owned=True)
+        return np.asarray(gradient(terms, w, rng), dtype=np.float64)
 
     def _estimate(
         self, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, rng: np.random.Generator,
@@ -436,16 +448,7 @@ class _PenaltyMinimax(SolverBase):
         ``mu``: the smoothing radius (default: the field ``mu``)."""
         b = self.beta if beta is None else beta
         weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
-        box = oracle.feasible_set
-
-        def lagrangian_terms(X: Array) -> Array:
-            if box is not None:
-                X = box.project(X)  # every evaluated point inside the bounds
-            loss = oracle.objective(X, M1)
-            f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
-            return _weighted_terms(loss, f, weights)
-
-        est = self.estimator_for(oracle).estimate(lagrangian_terms, w, rng, mu=self.mu if mu is None else mu)
+        est = self.estimator_for(oracle).estimate(_lagrangian_terms(oracle, M1, M2, weights, owned=False), w, rng, mu=self.mu if mu is None else mu)
         if est.values is None:  # an estimator without a base row (central differences)
             return np.asarray(est.grad, dtype=np.float64), self.penalised(oracle, w, M1, M2, b, p_weights)[0]
         values = np.asarray(est.values, dtype=np.float64)
