@@ -372,3 +372,33 @@ def test_an_empty_batch_is_no_user_call() -> None:
     assert o.objective(np.zeros((0, 4))).shape == (0, 8)
     assert o.snapshot() == {"calls": 0, "user_calls": 0, "calls_by_kind": {"objective": 0},
                             "calls_by_purpose": {"estimate": 0}}
+
+
+def test_constraints_owned_gives_the_constraint_values_and_counts_without_a_copy() -> None:
+    seen: list[np.ndarray] = []
+    base = SmokeConstrained()
+
+    class Watch:
+        kind, dim, n, m = base.kind, base.dim, base.n, base.m
+
+        def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            return base.components(X, idx)
+
+        def constraints(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            seen.append(X)
+            return base.constraints(X, idx)
+
+    rng = np.random.default_rng(0)
+    a, b = CountingOracle(Watch()), CountingOracle(Watch())
+    for k, idx in [(5, None), (3, np.array([4, 0])), (300, None)]:
+        pts = rng.standard_normal((k, base.dim))
+        ref = (a.objective(pts, idx if idx is None else idx % base.n), a.constraints(pts, idx, purpose="p"))
+        got = (b.objective_owned(pts, idx if idx is None else idx % base.n), b.constraints_owned(pts, idx, purpose="p"))
+        assert all(np.array_equal(x, y) for x, y in zip(ref, got))
+        if k <= b.block_rows:
+            assert seen[-1] is pts  # read-only since objective_owned, and still handed over as it is
+    assert a.snapshot() == b.snapshot()
+    with pytest.raises(ShapeError, match="constraints"):
+        b.constraints_owned(np.zeros((2, base.dim + 1)))
+    with pytest.raises(zoframe.InvalidInputError, match=r"oracle.constraints\(\) is not available"):
+        CountingOracle(SmokeFiniteSum()).constraints_owned(np.zeros((2, 4)))

@@ -391,31 +391,41 @@ class CountingOracle:
         """
         if self.kind == "minimax":
             self._require(("finite_sum", "constrained", "composite"), "objective")
-        if type(pts) is not _NDARRAY or pts.dtype is not _FLOAT64:
-            return self.objective(pts, idx, purpose=purpose)
-        shape = pts.shape
-        flags = pts.flags
-        if len(shape) != 2 or shape[1] != self.dim or not (flags.c_contiguous and flags.owndata):
-            return self.objective(pts, idx, purpose=purpose)
+        return self._owned(self._problem.components, "objective", self.n, pts, idx, purpose)
+
+    def constraints_owned(self, pts: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
+        """:meth:`constraints` on points the caller hands over, as :meth:`objective_owned` does for the
+        objective (a matrix already handed to :meth:`objective_owned`, read-only since, qualifies)."""
+        if self.kind != "constrained":
+            self._require(("constrained",), "constraints")
+        return self._owned(self._problem.constraints, "constraint", self.m, pts, idx, purpose)
+
+    def _owned(self, fn: Callable[..., Any], kind: str, size: int, pts: Any, idx: Any, purpose: str) -> Array:
+        """The evaluation of :meth:`objective_owned` / :meth:`constraints_owned` (``size``: n or m)."""
+        what, method = ("component", "objective") if kind == "objective" else ("constraint", "constraints")
+        shape: tuple[int, ...] = pts.shape if type(pts) is _NDARRAY and pts.dtype is _FLOAT64 else ()
+        if len(shape) != 2 or shape[1] != self.dim or not (pts.flags.c_contiguous and pts.flags.owndata):
+            # anything else is copied and checked as objective() / constraints() do
+            points = _as_points(pts, self.dim, method)
+            return self._evaluate(fn, (points,), self._indices(idx, size, what), kind, purpose, True)
         drawn, total = self._last_drawn
-        if drawn is not None and idx is drawn and total <= self.n:
+        if drawn is not None and idx is drawn and total <= size:
             ids: IntArray = drawn  # the batch sample() has just drawn: read-only and valid here
         else:
-            ids = self._indices(idx, self.n, "component")
+            ids = self._indices(idx, size, what)
         pts.setflags(write=False)
         k, b = shape[0], ids.shape[0]
         if k > self.block_rows:
-            return self._evaluate(self._problem.components, (pts,), ids, "objective", purpose, True)
+            return self._evaluate(fn, (pts,), ids, kind, purpose, True)
         # the one-block case of _evaluate, inline (the estimators' hot path): same counts and checks
         count = k * b
         calls = self.calls + count
         if self.max_calls is not None and calls > self.max_calls:
             raise BudgetExhausted(count, self.calls, self.max_calls)
         self.calls = calls
-        self.calls_by_kind["objective"] += count
+        self.calls_by_kind[kind] += count
         self.calls_by_purpose[purpose] += count
         self.user_calls += 1
-        fn = self._problem.components
         t0 = _clock()
         try:
             raw = fn(pts, ids)
@@ -432,10 +442,10 @@ class CountingOracle:
         ):
             out: Array = raw  # a fresh float64 array of the right shape nobody else holds: as_values keeps it too
         else:
-            out = as_values(raw, k, b, self._function_name(fn, "objective"))  # checks; copies what is held here
+            out = as_values(raw, k, b, self._function_name(fn, kind))  # checks; copies what is held here
         flat = out.reshape(-1)
         if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
-            out = self._nonfinite(out, (pts,), ids, "objective")
+            out = self._nonfinite(out, (pts,), ids, kind)
         return out
 
     def constraints(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:

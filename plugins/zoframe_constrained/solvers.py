@@ -133,15 +133,17 @@ def _lagrangian_terms(
 ) -> Callable[[Array], Array]:
     """The function of the points that G_L's estimator differences: ``[l_M1, phi_M2] * weights`` per
     point, every point projected into the bounds first. ``owned``: the estimator hands over a fresh
-    matrix it never touches again (``oracle.objective_owned``); otherwise ``oracle.objective`` copies."""
+    matrix it never touches again (``oracle.objective_owned`` / ``constraints_owned``); otherwise the
+    oracle copies it."""
     box = oracle.feasible_set
     objective = oracle.objective_owned if owned else oracle.objective
+    constraints = oracle.constraints_owned if owned else oracle.constraints
 
     def lagrangian_terms(X: Array) -> Array:
         if box is not None:
             X = box.project(X)  # every evaluated point inside the bounds
         loss = objective(X, M1)
-        f = _finite(oracle.constraints(X, M2), oracle, "in the estimate of G_L")
+        f = _finite(constraints(X, M2), oracle, "in the estimate of G_L")
         return _weighted_terms(loss, f, weights)
 
     return lagrangian_terms
