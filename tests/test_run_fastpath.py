@@ -207,7 +207,7 @@ def test_max_time_counts_the_solvers_time() -> None:
             return _S(state.x / 2.0)
 
     res = zoframe.minimize(_unit(), Slow(), max_time=0.02, record_every=0)
-    assert res.status is Status.MAX_TIME and 5 <= res.nit <= 11
+    assert res.status is Status.MAX_TIME and 1 <= res.nit <= 11  # each step sleeps at least 2 ms
     assert res.trace["seconds"][-1] >= 0.02
 
 
