@@ -402,3 +402,30 @@ def test_constraints_owned_gives_the_constraint_values_and_counts_without_a_copy
         b.constraints_owned(np.zeros((2, base.dim + 1)))
     with pytest.raises(zoframe.InvalidInputError, match=r"oracle.constraints\(\) is not available"):
         CountingOracle(SmokeFiniteSum()).constraints_owned(np.zeros((2, 4)))
+
+
+def test_counts_by_kind_and_purpose_are_exact_and_keep_their_order_across_paths() -> None:
+    """The owned paths count the pair they charged last in one int, folded into the Counters on
+    every read: mixed with the other paths, a restore and unbudgeted monitor calls, the counts and
+    the order of their keys are those of plain objective() / constraints() calls."""
+    rng = np.random.default_rng(0)
+    a, b = CountingOracle(SmokeConstrained()), CountingOracle(SmokeConstrained())
+    script = [("obj", "estimate"), ("obj", "estimate"), ("con", "estimate"), ("obj", "line"), ("con", "estimate"),
+              ("obj", "estimate"), ("mon", ""), ("obj", "estimate")]  # fmt: skip
+    for step, (what, purpose) in enumerate(script):
+        pts = rng.standard_normal((3, 4))
+        if what == "mon":
+            a.monitor.objective(pts)
+            b.monitor.objective(pts)
+        elif what == "obj":
+            a.objective(pts, np.array([1, 2]), purpose=purpose)
+            b.objective_owned(pts.copy(), np.array([1, 2]), purpose=purpose)
+        else:
+            a.constraints(pts, purpose=purpose)
+            b.constraints_owned(pts.copy(), purpose=purpose)
+        if step == 4:  # a checkpoint taken and restored mid-way
+            b.restore(b.snapshot())
+        assert a.snapshot() == b.snapshot()
+        assert list(a.calls_by_kind) == list(b.calls_by_kind)
+        assert list(a.calls_by_purpose) == list(b.calls_by_purpose)
+    assert b.calls_by_kind["objective"] == 5 * 3 * 2 and b.calls_by_purpose["estimate"] == 4 * 3 * 2 + 2 * 3 * 6

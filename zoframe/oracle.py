@@ -318,8 +318,12 @@ class CountingOracle:
         #: calls of the problem's functions (one per block of at most ``block_rows`` points, one per
         #: gradient call), budgeted and monitoring together: what the user's code saw
         self.user_calls = 0
-        self.calls_by_kind: Counter[str] = Counter()
-        self.calls_by_purpose: Counter[str] = Counter()
+        self._by_kind: Counter[str] = Counter()
+        self._by_purpose: Counter[str] = Counter()
+        # the (kind, purpose) pair counted last and what it has been charged since (folded into the
+        # two Counters when they are read): one int addition per call on the estimators' hot path
+        self._hot: tuple[str, str] = ("", "")
+        self._hot_count = 0
         self.seconds = 0.0
         # ---- structure a solver may read (never function values) ----
         self.dim: int = int(problem.dim)
@@ -366,6 +370,46 @@ class CountingOracle:
         self._last_drawn: tuple[IntArray | None, int] = (None, 0)  # sample()'s latest batch and its population
         self.monitor = MonitorOracle(self)
 
+    @property
+    def calls_by_kind(self) -> Counter[str]:
+        """Evaluations charged to the budget, by kind (``objective``, ``constraint``, ...)."""
+        if self._hot_count:
+            self._fold()
+        return self._by_kind
+
+    @calls_by_kind.setter
+    def calls_by_kind(self, value: Counter[str]) -> None:
+        if self._hot_count:
+            self._fold()
+        self._by_kind = value
+
+    @property
+    def calls_by_purpose(self) -> Counter[str]:
+        """Evaluations by the purpose tag of the call (``estimate``, ``monitor``, ...), budgeted or not."""
+        if self._hot_count:
+            self._fold()
+        return self._by_purpose
+
+    @calls_by_purpose.setter
+    def calls_by_purpose(self, value: Counter[str]) -> None:
+        if self._hot_count:
+            self._fold()
+        self._by_purpose = value
+
+    def _fold(self) -> None:
+        kind, purpose = self._hot
+        self._by_kind[kind] += self._hot_count
+        self._by_purpose[purpose] += self._hot_count
+        self._hot_count = 0
+
+    def _count_budgeted(self, kind: str, purpose: str, count: int) -> None:
+        """Add ``count`` budgeted evaluations of ``kind`` under ``purpose`` to the two Counters."""
+        if self._hot_count:
+            self._fold()
+        self._by_kind[kind] += count
+        self._by_purpose[purpose] += count
+        self._hot = (kind, purpose)
+
     # ------------------------------------------------------------------ public evaluation API
     @property
     def remaining(self) -> int | None:
@@ -404,7 +448,7 @@ class CountingOracle:
         """The evaluation of :meth:`objective_owned` / :meth:`constraints_owned` (``size``: n or m)."""
         what, method = ("component", "objective") if kind == "objective" else ("constraint", "constraints")
         shape: tuple[int, ...] = pts.shape if type(pts) is _NDARRAY and pts.dtype is _FLOAT64 else ()
-        if len(shape) != 2 or shape[1] != self.dim or not (pts.flags.c_contiguous and pts.flags.owndata):
+        if len(shape) != 2 or shape[1] != self.dim or not ((flags := pts.flags).c_contiguous and flags.owndata):
             # anything else is copied and checked as objective() / constraints() do
             points = _as_points(pts, self.dim, method)
             return self._evaluate(fn, (points,), self._indices(idx, size, what), kind, purpose, True)
@@ -423,8 +467,11 @@ class CountingOracle:
         if self.max_calls is not None and calls > self.max_calls:
             raise BudgetExhausted(count, self.calls, self.max_calls)
         self.calls = calls
-        self.calls_by_kind[kind] += count
-        self.calls_by_purpose[purpose] += count
+        hot_kind, hot_purpose = self._hot
+        if kind == hot_kind and purpose == hot_purpose:  # the pair counted last: one int addition
+            self._hot_count += count
+        else:  # another pair: into the Counters (keys keep their order of first use)
+            self._count_budgeted(kind, purpose, count)
         self.user_calls += 1
         t0 = _clock()
         try:
