@@ -97,6 +97,25 @@ def test_gradient_warns_of_underflow_only_when_every_difference_is_zero() -> Non
 
 
 @dataclass(frozen=True)
+class FixedDirections(GaussianEstimator):
+    """The first direction is 0: its differences are 0 while the others' are not."""
+
+    def directions(self, dim: int, rng: np.random.Generator) -> np.ndarray:
+        U = np.zeros((self.q, dim))
+        U[1:] = rng.standard_normal((self.q - 1, dim))
+        return U
+
+
+def test_a_zero_first_row_of_differences_is_not_underflow() -> None:
+    est = FixedDirections(q=3, mu=1e-2)
+    assert est.plain_estimate
+    fun = lambda X: (X * X).sum(axis=1)  # noqa: E731
+    x = np.array([0.3, -0.2, 1.0])
+    g = est.gradient(fun, x, np.random.default_rng(0))  # warnings are errors in the test suite
+    assert g.any() and np.array_equal(g, est.estimate(fun, x, np.random.default_rng(0)).grad)
+
+
+@dataclass(frozen=True)
 class CountingGaussian(GaussianEstimator):
     """Redefines estimate: the lean gradient must not bypass it."""
 

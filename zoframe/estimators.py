@@ -183,8 +183,9 @@ class _RandomDirections:
         diffs = vals[1:] - vals[0]
         diffs *= 1.0 / h  # (q, b): _single's (vals[1:] - vals[0]) * (1.0 / h), without a temporary
         sums = np.add.reduce(diffs, axis=1)  # diffs.sum(axis=1), as _single
-        # every difference is 0 only if every row sum is: the q sums are tested first (the common case)
-        if not np.count_nonzero(sums) and not np.count_nonzero(diffs):
+        # every difference is 0 only if the first row sum is: that one number is tested first (the
+        # common case ends there)
+        if not sums[0] and not np.count_nonzero(diffs):
             _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
         c = self.scale(d) / q
         grad: Array = (c / vals.shape[1]) * (sums @ U)
@@ -216,7 +217,7 @@ class _RandomDirections:
         diffs = vals[1:] - vals[0]
         diffs *= 1.0 / h
         sums = np.add.reduce(diffs, axis=1)
-        if not np.count_nonzero(sums) and not np.count_nonzero(diffs):
+        if not sums[0] and not np.count_nonzero(diffs):
             _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
         c = self.scale(d) / q
         grad: Array = (c / vals.shape[1]) * (sums @ U)
