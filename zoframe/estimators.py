@@ -118,15 +118,17 @@ class _RandomDirections:
     q: int = param(10, symbol="q", doc="number of random directions per estimate")
     mu: float = param(1e-3, symbol="mu", doc="smoothing radius")
 
-    #: whether :meth:`estimate`, :meth:`_single` and :meth:`gradient` are this module's: then :meth:`gradient` computes
-    #: the same ``grad`` itself, from a fresh matrix of points that it only reads after the call (so
-    #: a caller may let the oracle keep it: ``CountingOracle.objective_owned``); a subclass that
-    #: redefines estimate or _single is always asked through estimate()
+    #: whether :meth:`estimate`, :meth:`_single`, :meth:`gradient` and :meth:`oracle_gradient` are
+    #: this module's: then the last two compute estimate()'s ``grad`` themselves, from a fresh matrix
+    #: of points that they only read after the call (so a caller may let the oracle keep it:
+    #: ``CountingOracle.objective_owned``); a subclass that redefines estimate or _single is always
+    #: asked through estimate()
     plain_estimate: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.plain_estimate = all(getattr(cls, m) is getattr(_RandomDirections, m) for m in ("estimate", "_single", "gradient"))
+        methods = ("estimate", "_single", "gradient", "oracle_gradient")
+        cls.plain_estimate = all(getattr(cls, m) is getattr(_RandomDirections, m) for m in methods)
 
     def __post_init__(self) -> None:
         if not isinstance(self.q, (int, np.integer)) or self.q < 1:
