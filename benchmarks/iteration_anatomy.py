@@ -12,7 +12,7 @@ For each (problem, solver), single-threaded BLAS, ``--repeats`` repetitions (med
 * ``user_us_per_it``: the time spent inside the problem's ``components`` and ``constraints`` in
   those steps, measured by perf_counter accumulators wrapped around the two callables (not
   estimated);
-* ``ratio``: ``us_per_it / user_us_per_it`` (the issue's target: <= 2);
+* ``ratio``: ``us_per_it / user_us_per_it`` (the target: <= 2);
 * ``minimize_us_per_it``: the same steps through ``zoframe.minimize`` (driver included, no trace
   records but the first and last), measured in the same repetition;
 * ``parts``: a breakdown of the step, in microseconds per iteration, from a separate run with

@@ -10,7 +10,7 @@ floor + support form from m = 10,000 (``p_form="auto"``).
 Each m runs in a fresh process (so its peak memory is its own) and, to compare like with like on a
 busy machine, times the m = 10^4 problem in the same process, interleaved repeat by repeat:
 ``<solver>_vs_1e4_<m>`` is the median over repeats of (time per iteration at m) / (time per
-iteration at 10^4) measured back to back (the issue's target: <= 1.5). Per m:
+iteration at 10^4) measured back to back (the target: <= 1.5). Per m:
 
 * ``dszog_us_per_it_<m>``, ``adszog_us_per_it_<m>``: median time per iteration (``solver.step`` in a
   bare loop after ``init``, as ``benchmarks/iteration_anatomy.py``); ``<solver>_user_us_per_it_<m>``:
