@@ -458,42 +458,7 @@ class CountingOracle:
         else:
             ids = self._indices(idx, size, what)
         pts.setflags(write=False)
-        k, b = shape[0], ids.shape[0]
-        if k > self.block_rows:
-            return self._evaluate(fn, (pts,), ids, kind, purpose, True)
-        # the one-block case of _evaluate, inline (the estimators' hot path): same counts and checks
-        count = k * b
-        calls = self.calls + count
-        if self.max_calls is not None and calls > self.max_calls:
-            raise BudgetExhausted(count, self.calls, self.max_calls)
-        self.calls = calls
-        hot_kind, hot_purpose = self._hot
-        if kind == hot_kind and purpose == hot_purpose:  # the pair counted last: one int addition
-            self._hot_count += count
-        else:  # another pair: into the Counters (keys keep their order of first use)
-            self._count_budgeted(kind, purpose, count)
-        self.user_calls += 1
-        t0 = _clock()
-        try:
-            raw = fn(pts, ids)
-        finally:
-            self.seconds += _clock() - t0
-        out_flags = raw.flags if type(raw) is _NDARRAY else None
-        if (
-            out_flags is not None
-            and raw.dtype is _FLOAT64
-            and raw.shape == (k, b)
-            and sys.getrefcount(raw) <= _LOCAL_REFS
-            and out_flags.owndata
-            and out_flags.writeable
-        ):
-            out: Array = raw  # a fresh float64 array of the right shape nobody else holds: as_values keeps it too
-        else:
-            out = as_values(raw, k, b, self._function_name(fn, kind))  # checks; copies what is held here
-        flat = out.reshape(-1)
-        if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
-            out = self._nonfinite(out, (pts,), ids, kind)
-        return out
+        return self._evaluate(fn, (pts,), ids, kind, purpose, True)
 
     def constraints(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """Values ``(k, b)`` of constraints ``idx`` (all ``m`` if ``None``) at rows of ``X``."""
@@ -529,18 +494,16 @@ class CountingOracle:
             pts.setflags(write=False)
         else:
             pts = _one_point(x, self.dim, "evaluate_full")
+        # one row is one block, one call each: _evaluate's one-block case with its counts and checks,
+        # written out for the peers' per-point path (one layer less per call)
         problem = self._problem
-        # the objective over all n components: one row is one block, one call
         fn = problem.components
         ids = self._indices(None, n, "component")
-        name = self._function_name(fn, "objective")
-        self.calls = calls + n
-        self.calls_by_kind["objective"] += n
-        self.calls_by_purpose[purpose] += n
+        self._charge(n, "objective", purpose, True)
         self.user_calls += 1
         t0 = _clock()
         try:
-            out = as_values(fn(pts, ids), 1, n, name)
+            out = as_values(fn(pts, ids), 1, n, self._function_name(fn, "objective"))
         finally:
             self.seconds += _clock() - t0
         if n == 1:  # the value itself (a mean over one value would turn -0.0 into 0.0)
@@ -557,21 +520,7 @@ class CountingOracle:
             f = float(total) / n  # ndarray.mean(axis=1): the same sum, divided by n
         if not m:
             return f, None
-        fn = problem.constraints
-        ids = self._indices(None, m, "constraint")
-        name = self._function_name(fn, "constraint")
-        self.calls += m
-        self.calls_by_kind["constraint"] += m
-        self.calls_by_purpose[purpose] += m
-        self.user_calls += 1
-        t0 = _clock()
-        try:
-            g = as_values(fn(pts, ids), 1, m, name)
-        finally:
-            self.seconds += _clock() - t0
-        flat = g.reshape(-1)
-        if not math.isfinite(flat.dot(flat)) and not np.isfinite(g).all():
-            g = self._nonfinite(g, (pts,), ids, "constraint")
+        g = self._evaluate(problem.constraints, (pts,), self._indices(None, m, "constraint"), "constraint", purpose, True)
         return f, g[0]
 
     def minimax(self, X: Any, Y: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
@@ -745,12 +694,19 @@ class CountingOracle:
         return out
 
     def _charge(self, count: int, kind: str, purpose: str, budgeted: bool) -> None:
+        """Count ``count`` evaluations of ``kind`` under ``purpose``; budgeted ones are refused first
+        (:class:`BudgetExhausted`) unless they fit in ``max_calls``."""
         if budgeted:
             if self.max_calls is not None and self.calls + count > self.max_calls:
                 raise BudgetExhausted(count, self.calls, self.max_calls)
             self.calls += count
-            self.calls_by_kind[kind] += count
-        self.calls_by_purpose[purpose] += count
+            hot_kind, hot_purpose = self._hot
+            if kind == hot_kind and purpose == hot_purpose:  # the pair counted last: one int addition
+                self._hot_count += count
+            else:  # another pair: into the Counters (keys keep their order of first use)
+                self._count_budgeted(kind, purpose, count)
+        else:
+            self.calls_by_purpose[purpose] += count
 
     def _n_tasks(self, blocks: int) -> int:
         if self._chunks is not None:
@@ -776,22 +732,27 @@ class CountingOracle:
         budgeted: bool,
     ) -> Array:
         k, b = arrays[0].shape[0], ids.shape[0]
-        count = k * b
-        if budgeted:  # _charge, inline (the hot path)
-            if self.max_calls is not None and self.calls + count > self.max_calls:
-                raise BudgetExhausted(count, self.calls, self.max_calls)
-            self.calls += count
-            self.calls_by_kind[kind] += count
-        self.calls_by_purpose[purpose] += count
+        self._charge(k * b, kind, purpose, budgeted)
         B = self.block_rows
         self.user_calls += -(-k // B)  # one call per block of at most B rows
         if k <= B:  # one block: one call (the hot path)
-            name = self._function_name(fn, kind)
             t0 = _clock()
             try:
-                out = as_values(fn(*arrays, ids), k, b, name)
+                raw = fn(*arrays, ids)
             finally:
                 self.seconds += _clock() - t0
+            out_flags = raw.flags if type(raw) is _NDARRAY else None
+            if (
+                out_flags is not None
+                and raw.dtype is _FLOAT64
+                and raw.shape == (k, b)
+                and sys.getrefcount(raw) <= _LOCAL_REFS
+                and out_flags.owndata
+                and out_flags.writeable
+            ):
+                out: Array = raw  # a fresh float64 array of the right shape nobody else holds (as as_values keeps it)
+            else:
+                out = as_values(raw, k, b, self._function_name(fn, kind))  # checks; copies what is held here
         else:
             t0 = _clock()
             try:
