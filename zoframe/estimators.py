@@ -69,6 +69,11 @@ def _call(fun: BatchFunction, pts: Array) -> Array:
     return vals
 
 
+def _checked_values(pts: Array, fun: BatchFunction) -> Array:
+    """``fun``'s values at ``pts``, checked: :meth:`_RandomDirections.gradient`'s ``evaluate``."""
+    return _call(fun, pts)
+
+
 _NDARRAY = np.ndarray
 #: the float64 dtype (an array of native float64 numbers has this very object as its dtype; one
 #: that does not, e.g. unpickled, only takes the general path)
@@ -172,26 +177,7 @@ class _RandomDirections:
         """
         if not self.plain_estimate or type(x) is not _NDARRAY or x.dtype is not _F64 or x.ndim != 1:
             return self.estimate(fun, x, rng).grad
-        h = self.mu
-        d = x.shape[0]
-        U = self.directions(d, rng)
-        q = U.shape[0]
-        pts = np.empty((q + 1, d))
-        pts[0] = x
-        tail = pts[1:]
-        np.multiply(U, h, out=tail)
-        tail += x
-        vals = _call(fun, pts)  # ONE call, (q+1, b)
-        diffs = vals[1:] - vals[0]
-        diffs *= 1.0 / h  # (q, b): _single's (vals[1:] - vals[0]) * (1.0 / h), without a temporary
-        sums = np.add.reduce(diffs, axis=1)  # diffs.sum(axis=1), as _single
-        # every difference is 0 only if the first row sum is: that one number is tested first (the
-        # common case ends there)
-        if not sums[0] and not np.count_nonzero(diffs):
-            _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
-        c = self.scale(d) / q
-        grad: Array = (c / vals.shape[1]) * (sums @ U)
-        return grad
+        return self.oracle_gradient(_checked_values, fun, x, rng)
 
     def oracle_gradient(self, evaluate: Callable[[Array, Any], Array], idx: Any, x: Array,
                         rng: np.random.Generator) -> Array:
@@ -201,8 +187,7 @@ class _RandomDirections:
         :class:`~zoframe.oracle.CountingOracle`'s ``objective`` and ``objective_owned`` do: they are
         not checked again) and may keep ``points``: each call gets a fresh matrix, which is only read
         after the call (so ``objective_owned`` can use it without a copy). Same fallbacks as
-        :meth:`gradient`. The arithmetic is :meth:`gradient`'s, written out again to save a call per
-        step (the tests hold the two to :meth:`estimate` bit for bit).
+        :meth:`gradient` (which is this method with the values checked by ``_call``).
         """
         if not self.plain_estimate or type(x) is not _NDARRAY or x.dtype is not _F64 or x.ndim != 1:
             return self.estimate(lambda X: evaluate(X, idx), x, rng).grad
