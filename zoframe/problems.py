@@ -198,19 +198,12 @@ def constrained_measures(
     if monitor._p.m <= block:
         g = monitor.constraints(x)[0]
         viol = np.maximum(g, 0.0)
-        return {
-            "fun": float(monitor.objective(x).mean()),
-            "max_violation": float(viol.max()),
-            "mean_violation": float(viol.mean()),
-            "frac_violated": float(np.mean(g > violation_tol)),
-        }
-    full = max_violation_full(monitor, x, block=block, tol=violation_tol, purpose="monitor")
-    return {
-        "fun": float(monitor.objective(x).mean()),
-        "max_violation": full.max_violation,
-        "mean_violation": full.mean_violation,
-        "frac_violated": full.frac_violated,
-    }
+        max_v, mean_v, frac = float(viol.max()), float(viol.mean()), float(np.mean(g > violation_tol))
+    else:
+        full = max_violation_full(monitor, x, block=block, tol=violation_tol, purpose="monitor")
+        max_v, mean_v, frac = full.max_violation, full.mean_violation, full.frac_violated
+    return {"fun": float(monitor.objective(x).mean()), "max_violation": max_v, "mean_violation": mean_v,
+            "frac_violated": frac}  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
