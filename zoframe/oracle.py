@@ -153,13 +153,6 @@ def _refcount_of_temporary(a: object) -> int:
 _FRESH_REFS = _refcount_of_temporary(np.empty(1)) if hasattr(sys, "getrefcount") else -1
 
 
-def _refcount_of_local() -> int:
-    a = np.empty(1)
-    return sys.getrefcount(a)
-
-
-# the same for an array held by one local variable of the function that tests it
-_LOCAL_REFS = _refcount_of_local() if hasattr(sys, "getrefcount") else -1
 _NDARRAY = np.ndarray
 _FLOAT64 = np.dtype(np.float64)
 _INTP = np.dtype(np.intp)
@@ -736,23 +729,13 @@ class CountingOracle:
         B = self.block_rows
         self.user_calls += -(-k // B)  # one call per block of at most B rows
         if k <= B:  # one block: one call (the hot path)
+            name = self._function_name(fn, kind)
             t0 = _clock()
             try:
-                raw = fn(*arrays, ids)
+                # the call's result goes to as_values as a temporary: a fresh array is kept, not copied
+                out = as_values(fn(*arrays, ids), k, b, name)
             finally:
                 self.seconds += _clock() - t0
-            out_flags = raw.flags if type(raw) is _NDARRAY else None
-            if (
-                out_flags is not None
-                and raw.dtype is _FLOAT64
-                and raw.shape == (k, b)
-                and sys.getrefcount(raw) <= _LOCAL_REFS
-                and out_flags.owndata
-                and out_flags.writeable
-            ):
-                out: Array = raw  # a fresh float64 array of the right shape nobody else holds (as as_values keeps it)
-            else:
-                out = as_values(raw, k, b, self._function_name(fn, kind))  # checks; copies what is held here
         else:
             t0 = _clock()
             try:
