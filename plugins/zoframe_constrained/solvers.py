@@ -1050,20 +1050,24 @@ class _RestorationState:
 _RESTORATION_DEFAULTS: dict[str, Any] = {"violation": math.nan, "checked": 0, "rounds": 0, "restore_active": None}
 
 
-def _copy_state(cls: type[StateT], prev: Any, fields: dict[str, Any], **changes: Any) -> StateT:
-    """``dataclasses.replace(prev, **_RESTORATION_DEFAULTS, **changes, **fields)`` for ``prev`` of class ``cls``:
-    the same state, built by copying the fields instead of the frozen dataclass ``__init__`` (any name
-    that is not a field goes through ``dataclasses.replace``, which refuses it)."""
+def _copy_state(
+    cls: type[StateT], prev: Any, fields: dict[str, Any], defaults: dict[str, Any] | None = None, **changes: Any
+) -> StateT:
+    """``dataclasses.replace(prev, **defaults, **changes, **fields)`` for ``prev`` of class ``cls``
+    (``defaults``: :data:`_RESTORATION_DEFAULTS` unless given): the same state, built by copying the
+    fields instead of the frozen dataclass ``__init__`` (any name that is not a field goes through
+    ``dataclasses.replace``, which refuses it)."""
+    base = _RESTORATION_DEFAULTS if defaults is None else defaults
     names = _FIELD_NAMES.get(cls)
     if names is None:
         names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
     if type(prev) is not cls or not (fields.keys() <= names and changes.keys() <= names):
-        out: StateT = dataclasses.replace(prev, **{**_RESTORATION_DEFAULTS, **changes, **fields})
+        out: StateT = dataclasses.replace(prev, **{**base, **changes, **fields})
         return out
     new = object.__new__(cls)
     state = new.__dict__
     state.update(prev.__dict__)
-    state.update(_RESTORATION_DEFAULTS)
+    state.update(base)
     state.update(changes)
     state.update(fields)
     return new
@@ -1185,10 +1189,9 @@ class DSZOG(_PenaltyMinimax):
         # the last feasible snapshot (restore_every) carries over, every other field of the restoration and of
         # steps="auto" at its default: the state DSZOGState(x=..., **state.snapshot_fields()) builds, by copying
         # the fields instead of the frozen dataclass __init__ (about 5 us less per step)
-        new = object.__new__(DSZOGState)
-        fields = new.__dict__
-        fields.update(state.__dict__)
-        fields.update(x=w, p=p, p_support=support, p_floor=floor, t=state.t + 1, **_NON_SNAPSHOT_DEFAULTS)
+        new = _copy_state(
+            DSZOGState, state, {}, _NON_SNAPSHOT_DEFAULTS, x=w, p=p, p_support=support, p_floor=floor, t=state.t + 1
+        )
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
     def _auto_step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
@@ -1396,14 +1399,10 @@ class ADSZOG(_PenaltyMinimax):
         # the snapshot and auto fields carried over, the restoration's own fields at their defaults: the
         # same state as the keyword constructor, built by copying prev's fields (the frozen dataclass's
         # __init__ with 32 keywords cost about 7 us per step, this about 1.5 us)
-        new = object.__new__(ADSZOGState)
-        fields = new.__dict__
-        fields.update(prev.__dict__)
-        fields.update(
-            x=w, p=pz.p, z_w=z_w, z_p=pz.z, t=t, p_support=pz.support, p_floor=pz.p_floor, z_floor=pz.z_floor, m=pz.m,
-            **_RESTORATION_DEFAULTS,
+        return _copy_state(
+            ADSZOGState, prev, {}, x=w, p=pz.p, z_w=z_w, z_p=pz.z, t=t, p_support=pz.support, p_floor=pz.p_floor,
+            z_floor=pz.z_floor, m=pz.m,
         )  # fmt: skip
-        return new
 
     def flush_threshold(self) -> float:
         """Entries of ``p`` and ``z_p`` below this are zeroed every 16 steps.
