@@ -126,22 +126,14 @@ def simplex_threshold(values: Array, counts: Array | None = None) -> float:
     """
     v = np.asarray(values, dtype=np.float64)
     if counts is None:  # unit weights: the same iteration without the weight vector
-        tau = max(float(v.max()) - 1.0, (float(v.sum()) - 1.0) / int(v.shape[0]))
-        keep = v > tau
-        kept = int(np.count_nonzero(keep))  # one C pass: any() is kept > 0, all() is kept == len(v)
-        while kept:  # empty only by rounding (values ~1e16): tau is then exact enough
-            v = v[keep]
-            n = kept
-            tau = (float(v.sum()) - 1.0) / n
-            keep = v > tau
-            kept = int(np.count_nonzero(keep))
-            if kept == n:
-                break
-        return tau
+        return _unit_threshold(v)[0]
     c = np.asarray(counts, dtype=np.float64)
-    tau = max(float(v.max()) - 1.0, (float(v @ c) - 1.0) / float(c.sum()))  # two lower bounds of tau
+    mean_tau = (float(v @ c) - 1.0) / float(c.sum())
+    tau = max(float(v.max()) - 1.0, mean_tau)  # two lower bounds of tau
     keep = v > tau
     kept = int(np.count_nonzero(keep))
+    if kept == int(v.shape[0]):  # as for unit weights: the next pass would end at mean_tau
+        return mean_tau
     while kept:
         v, c = v[keep], c[keep]
         n = kept
@@ -151,6 +143,26 @@ def simplex_threshold(values: Array, counts: Array | None = None) -> float:
         if kept == n:
             break
     return tau
+
+
+def _unit_threshold(v: Array) -> tuple[float, int]:
+    """``(simplex_threshold(v), entries of the last candidate set above it)`` for a float64 ``v``."""
+    n = int(v.shape[0])
+    mean_tau = (float(v.sum()) - 1.0) / n
+    tau = max(float(v.max()) - 1.0, mean_tau)
+    keep = v > tau
+    kept = int(np.count_nonzero(keep))  # one C pass: any() is kept > 0, all() is kept == len(v)
+    if kept == n:  # every entry above tau >= mean_tau: the next pass would keep v whole and stop at mean_tau
+        return mean_tau, n
+    while kept:  # empty only by rounding (values ~1e16): tau is then exact enough
+        v = v[keep]
+        n = kept
+        tau = (float(v.sum()) - 1.0) / n
+        keep = v > tau
+        kept = int(np.count_nonzero(keep))
+        if kept == n:
+            break
+    return tau, kept
 
 
 def _floor_threshold(values: Array, n_floor: int) -> float:
@@ -169,9 +181,12 @@ def _floor_threshold(values: Array, n_floor: int) -> float:
     ones.fill(1.0)
     ones[n - 1] = float(n_floor)
     v = values
-    tau = max(float(v.max()) - 1.0, (float(v @ ones) - 1.0) / float(n - 1 + n_floor))
+    mean_tau = (float(v @ ones) - 1.0) / float(n - 1 + n_floor)
+    tau = max(float(v.max()) - 1.0, mean_tau)
     keep = v > tau
     kept = int(np.count_nonzero(keep))
+    if kept == n:  # as in simplex_threshold: the next pass would keep every entry and end at mean_tau
+        return mean_tau
     floor_in = True  # the floor block is the last entry while it is kept
     while kept:
         floor_in = floor_in and bool(keep[n - 1])
@@ -192,12 +207,27 @@ def project_simplex_dense(v: Array, *, overwrite: bool = False) -> Array:
     A new array, or with ``overwrite=True`` ``v`` itself (a float64 array the caller owns; no second
     ``m``-vector), with the same values.
     """
-    tau = simplex_threshold(v)
+    if type(v) is np.ndarray and v.dtype == np.float64 and v.ndim == 1:
+        tau, kept = _unit_threshold(v)
+    else:
+        tau, kept = simplex_threshold(v), -1
     if abs(tau) > _HUGE:  # only for |v| ~ 2**52 (a diverged run): rounding would eat the unit mass
         top = int(np.argmax(v))
         out = v if overwrite else np.zeros_like(v)
         out[:] = 0.0
         out[top] = 1.0
+        return out
+    if 0 < kept and 8 * kept < v.shape[0]:  # few entries left: only those are subtracted, the rest is zero
+        sel = np.flatnonzero(v > tau)  # an entry v_j <= tau maps to v_j - tau <= 0, i.e. to 0
+        vals = v.take(sel)
+        vals -= tau
+        vals[vals < FLUSH] = 0.0
+        if overwrite:
+            out = v
+            out.fill(0.0)
+        else:
+            out = np.zeros(v.shape[0])
+        out[sel] = vals
         return out
     out = np.subtract(v, tau, out=v) if overwrite else v - tau
     out[out < FLUSH] = 0.0
@@ -295,6 +325,22 @@ def ascent_sparse(
     return union[keep], v[keep], float(new_floor)
 
 
+#: per ``(m, block)``: the block starts, the column of in-block offsets, the last block's number and
+#: whether that block is a partial one (m not a multiple of block)
+_BLOCKS: dict[tuple[int, int], tuple[IntArray, IntArray, int, bool]] = {}
+
+
+def _blocks(m: int, block: int) -> tuple[IntArray, IntArray, int, bool]:
+    known = _BLOCKS.get((m, block))
+    if known is None:
+        if len(_BLOCKS) >= 16:
+            _BLOCKS.clear()
+        starts = np.arange(0, m, block)
+        offsets = np.arange(block).reshape(block, 1)
+        known = _BLOCKS[(m, block)] = (starts, offsets, int(starts.shape[0]) - 1, m % block != 0)
+    return known
+
+
 def sample_dense(p: Array, u: Array, block: int = 32) -> IntArray:
     """Indices drawn from ``p`` by inverting its cumulative distribution at the uniforms ``u``.
 
@@ -302,21 +348,34 @@ def sample_dense(p: Array, u: Array, block: int = 32) -> IntArray:
     sums (one vectorised reduction), a cumulative sum over the ``m / block`` blocks, then cumulative
     sums inside the ``len(u)`` chosen blocks only. Same index as ``searchsorted(cumsum(p), u *
     sum(p))`` up to rounding at the boundaries.
+
+    The chosen blocks are gathered as the columns of a ``(block, len(u))`` matrix (entries past
+    ``m`` are zero) and summed down the columns: each column's running sum is the same sequence of
+    additions as along a row of the transposed matrix.
     """
     m = p.shape[0]
-    starts = np.arange(0, m, block)
+    starts, offsets, last, partial = _blocks(m, block)
     sums = np.add.reduceat(p, starts)
     cum = np.cumsum(sums)
     t = u * cum[-1]
-    b = np.minimum(np.searchsorted(cum, t, side="right"), starts.shape[0] - 1)
-    rest = t - (cum[b] - sums[b])  # mass to cover inside block b
-    idx = starts[b][:, None] + np.arange(block)[None, :]
-    inside = idx < m
-    W = np.where(inside, p[np.minimum(idx, m - 1)], 0.0)
-    k = (np.cumsum(W, axis=1) <= rest[:, None]).sum(axis=1)
-    out: IntArray = np.minimum(starts[b] + k, m - 1).astype(np.intp)
+    b = cum.searchsorted(t, "right")
+    np.minimum(b, last, out=b)
+    before = cum.take(b)
+    before -= sums.take(b)
+    rest = t - before  # mass to cover inside block b
+    first = starts.take(b)
+    idx = offsets + first  # (block, len(u)): column i holds block b_i's indices
+    W = p.take(idx, mode="clip")
+    if partial and int(b.max()) == last:
+        W[idx >= m] = 0.0
+    below = np.cumsum(W, axis=0) <= rest
+    k = np.add.reduce(below, axis=0)
+    first += k
+    out: IntArray = np.minimum(first, m - 1)
+    if out.dtype != np.intp:
+        out = out.astype(np.intp)
     # rounding can step past the last non-zero entry of a block: move back to one with mass
-    bad = p[out] == 0.0
+    bad = p.take(out) == 0.0
     if bad.any():
         out[bad] = np.minimum(np.searchsorted(np.cumsum(p), t[bad], side="right"), m - 1)
     return out
