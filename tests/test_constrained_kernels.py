@@ -107,3 +107,21 @@ def test_projection_of_special_values() -> None:
     np.testing.assert_array_equal(project_simplex_dense(v.copy()), _ref_project(v))
     nan = np.array([0.5, np.nan, 0.5])
     np.testing.assert_array_equal(project_simplex_dense(nan.copy()), _ref_project(nan))
+
+
+def test_passive_solve_is_solve_triangular() -> None:
+    from scipy.linalg import solve_triangular
+
+    from zoframe_constrained.ldp import _PassiveQR
+
+    rng = np.random.default_rng(5)
+    for M, k in ((32, 40), (12, 5), (70, 70)):
+        E = rng.standard_normal((M, k))
+        e = rng.standard_normal(M)
+        qr = _PassiveQR(E)
+        for t in range(k):
+            if not qr.append(t, 1e-10):
+                continue
+            p = qr.p
+            ref = solve_triangular(qr.R[:p, :p], qr.Q[:, :p].T @ e, check_finite=False)
+            np.testing.assert_array_equal(qr.solve(e), ref)

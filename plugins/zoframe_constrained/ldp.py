@@ -15,12 +15,20 @@ which does not matter next to a round's constraint evaluations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
-from scipy.linalg import solve_triangular
+from scipy.linalg import get_lapack_funcs, solve_triangular
 
 from zoframe.protocols import Array, IntArray
 
 __all__ = ["least_distance", "least_distance_step", "nnls"]
+
+#: LAPACK's dtrtrs, the routine ``solve_triangular`` calls: ``solve_triangular(R, y, check_finite=False)``
+#: for a C-ordered ``R`` is ``dtrtrs(R.T, y, lower=1, trans=1)`` (the transposed system, which dtrtrs
+#: reads in its Fortran order), without the wrapper's argument checks (about 8 us per call)
+_TRTRS: Callable[..., Any] = get_lapack_funcs(("trtrs",), (np.empty((1, 1)),))[0]
 
 
 class _PassiveQR:
@@ -77,8 +85,15 @@ class _PassiveQR:
     def solve(self, e: Array) -> Array:
         """Least-squares coefficients of ``e`` on the passive columns (in the order of ``cols``)."""
         p = self.p
-        out: Array = solve_triangular(self.R[:p, :p], self.Q[:, :p].T @ e, check_finite=False)
-        return out
+        R = self.R[:p, :p]
+        y = self.Q[:, :p].T @ e
+        if R.flags.f_contiguous or not p:  # solve_triangular's other branch (p = 1, or nothing to solve)
+            out: Array = solve_triangular(R, y, check_finite=False)
+            return out
+        x, info = _TRTRS(R.T, y, overwrite_b=1, lower=1, trans=1)
+        if info != 0:  # singular or an illegal argument: let solve_triangular raise what it raises
+            return np.asarray(solve_triangular(R, y, check_finite=False), dtype=np.float64)
+        return np.asarray(x, dtype=np.float64)
 
     def reset(self, cols: list[int]) -> None:
         """Refactorise from scratch for the passive columns ``cols`` (after some left)."""
