@@ -545,6 +545,10 @@ def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
         z[h.idx] += b * h.gain
         return _pz(pz.p, z, None, 0.0, 0.0, pz.m)
     positive = h.gain > 0.0
+    if not np.count_nonzero(positive):  # no entry leaves the floor block: the support stays (the merge would keep it)
+        z = (1.0 - b) * pz.z + b * (-h.lam * pz.p)
+        z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
+        return _pz(pz.p, z, pz.support, pz.p_floor, z_floor, pz.m)
     idx = h.idx[positive]
     order = idx.argsort()
     gained, gain = idx[order], h.gain[positive][order]

@@ -110,8 +110,10 @@ def _diverged(w: Array, solver: _PenaltyMinimax, t: int) -> Array:
     ``mu / (64 eps)``, where the smoothing radius ``mu`` falls below 64 units in the last place of
     ``w`` and the finite differences can no longer resolve anything.
     """
-    size = float(np.abs(w).max())
     limit = min(1e100, solver.mu / (64.0 * _EPS))
+    if w.ndim == 1 and dot_self(w) < 0.25 * limit * limit:  # |w|_inf <= |w|_2 < limit / 2 (whatever the rounding)
+        return w
+    size = float(np.abs(w).max())
     if not size < limit:  # also catches NaN
         why = f"{type(solver).__name__} diverged at step {t}: |w| = {size:.3g} exceeds {limit:.3g} (beyond it the " \
             f"smoothing radius mu = {solver.mu:g} is below the resolution of w)."
@@ -139,7 +141,7 @@ def _lagrangian_terms(
     objective = oracle.objective_owned if owned else oracle.objective
     constraints = oracle.constraints_owned if owned else oracle.constraints
 
-    def lagrangian_terms(X: Array) -> Array:
+    def lagrangian_terms(X: Array, _idx: Any = None) -> Array:
         if box is not None:
             X = box.project(X)  # every evaluated point inside the bounds
         loss = objective(X, M1)
@@ -440,6 +442,10 @@ class _PenaltyMinimax(SolverBase):
         b = self.beta if beta is None else beta
         weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
         terms = _lagrangian_terms(oracle, M1, M2, weights, owned=True)
+        direct = getattr(est, "oracle_gradient", None)
+        if direct is not None:  # gradient(terms, w, rng) is oracle_gradient with the values checked again: terms
+            # returns the oracle's checked values weighted into one (points, |M1| + |M2|) float64 matrix
+            return np.asarray(direct(terms, None, w, rng), dtype=np.float64)
         return np.asarray(gradient(terms, w, rng), dtype=np.float64)
 
     def _estimate(
