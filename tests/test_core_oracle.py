@@ -360,11 +360,14 @@ def test_objective_owned_trusts_only_a_batch_drawn_from_the_components() -> None
     rng = np.random.default_rng(0)
     drawn = o.sample(3, rng)
     assert o.objective_owned(np.zeros((2, 4)), drawn).shape == (2, 3)
-    bad = np.array([8], dtype=np.intp)
+    bad = np.array([7], dtype=np.intp)
     bad.setflags(write=False)
-    o._last_drawn = (bad, 9)  # drawn from 9 > n = 8 (e.g. the constraints of a bigger problem): checked
-    with pytest.raises(ShapeError, match="index out of range: got 8"):
-        o.objective_owned(np.zeros((2, 4)), bad)
+    o._trusted[id(bad)] = (bad, 8)
+    o._drawn_components = bad  # the last batch drawn from the 8 components: not valid for the 6 constraints
+    assert o.objective_owned(np.zeros((2, 4)), bad).shape == (2, 1)
+    with pytest.raises(ShapeError, match="index out of range: got 7"):
+        o.constraints_owned(np.zeros((2, 4)), bad)
+    assert o.constraints_owned(np.zeros((2, 4)), o.sample(2, rng, population="constraints")).shape == (2, 2)
 
 
 def test_an_empty_batch_is_no_user_call() -> None:

@@ -49,7 +49,7 @@ import math
 import pickle
 import sys
 import time
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 
@@ -147,15 +147,45 @@ def _refcount_of_temporary(a: object) -> int:
     return sys.getrefcount(a)
 
 
+def _refcount_of_local() -> int:
+    held = np.empty(1)
+    return sys.getrefcount(held)
+
+
+_HAS_REFCOUNT = hasattr(sys, "getrefcount")
 # references a temporary holds when it is passed straight into a function (CPython); an array
 # returned by a user function and passed to as_values() with no more references than this is
 # owned by nobody else, so it can be kept without a copy
-_FRESH_REFS = _refcount_of_temporary(np.empty(1)) if hasattr(sys, "getrefcount") else -1
+_FRESH_REFS = _refcount_of_temporary(np.empty(1)) if _HAS_REFCOUNT else -1
+# the same for an array held by one local variable of the function that counts its references
+_LOCAL_REFS = _refcount_of_local() if _HAS_REFCOUNT else -1
+_refcount: Callable[[Any], int] = getattr(sys, "getrefcount", lambda a: 1 << 30)  # no count: never fresh
 
 
 _NDARRAY = np.ndarray
 _FLOAT64 = np.dtype(np.float64)
 _INTP = np.dtype(np.intp)
+#: ``_set_writeable(a, False)`` is ``a.setflags(write=False)``, the flag given by position (numpy's
+#: stub makes it keyword-only; parsing the keyword costs as much again as the call itself)
+_set_writeable = cast("Callable[[np.ndarray[Any, Any], bool], None]", np.ndarray.setflags)
+
+
+class _Family(NamedTuple):
+    """The kind of values an owned path evaluates, and its names in counts and messages."""
+
+    kind: str  # counted as ("objective" / "constraint")
+    what: str  # the indices' name ("component" / "constraint")
+    method: str  # the copying method's name ("objective" / "constraints")
+    estimate: tuple[str, str]  # (kind, "estimate"): the pair the hot path counts, told by identity
+
+
+_OBJECTIVE = _Family("objective", "component", "objective", ("objective", "estimate"))
+_CONSTRAINT = _Family("constraint", "constraint", "constraints", ("constraint", "estimate"))
+
+#: no batch drawn yet (a value no index argument can be)
+_NOT_DRAWN = object()
+#: sample() keeps at least this many of its latest batches trusted (at most twice as many)
+_TRUSTED_BATCHES = 32
 
 
 def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -> Array:
@@ -175,8 +205,12 @@ def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -
     Pass the function call itself as ``raw`` (``as_values(fn(X), ...)``): a result held in a
     variable of the caller counts as referenced elsewhere and is copied.
     """
-    fresh = _FRESH_REFS > 0 and sys.getrefcount(raw) <= _FRESH_REFS
-    if type(raw) is np.ndarray and raw.dtype == np.float64:
+    return _values(raw, k, b, what, per_point, _FRESH_REFS > 0 and sys.getrefcount(raw) <= _FRESH_REFS)
+
+
+def _values(raw: Any, k: int, b: int, what: str, per_point: bool, fresh: bool) -> Array:
+    """:func:`as_values`, told whether ``raw`` is referenced by nobody but the caller (``fresh``)."""
+    if type(raw) is np.ndarray and raw.dtype == _FLOAT64:
         arr: Array = raw
         if arr.shape == (k, b):  # the common case: no message to prepare
             if not (fresh and arr.flags.owndata and arr.flags.writeable):
@@ -185,7 +219,7 @@ def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -
         fresh = fresh and arr.flags.owndata and arr.flags.writeable
     expected = f"({k},)" if per_point else f"({k}, {b})"
     inputs = f"{k} point(s)" if per_point else f"{k} point(s) and {b} index(es)"
-    if type(raw) is not np.ndarray or raw.dtype != np.float64:
+    if type(raw) is not np.ndarray or raw.dtype != _FLOAT64:
         if raw is None:
             raise InvalidInputError(
                 f"{what} returned None for {inputs}; it must return an array of "
@@ -315,6 +349,8 @@ class CountingOracle:
         self._by_purpose: Counter[str] = Counter()
         # the (kind, purpose) pair counted last and what it has been charged since (folded into the
         # two Counters when they are read): one int addition per call on the estimators' hot path
+        # (under "estimate" the owned paths store the pairs _OBJECTIVE.estimate / _CONSTRAINT.estimate
+        # here, and find them again by identity)
         self._hot: tuple[str, str] = ("", "")
         self._hot_count = 0
         self.seconds = 0.0
@@ -359,8 +395,11 @@ class CountingOracle:
         self._names: dict[tuple[str, str], str] = {}
         self._one_shape = (self.dim,)
         self._row_shape = (1, self.dim)
+        # the batches sample() has drawn lately (at least the last _TRUSTED_BATCHES), by id, with the size
+        # of their population; and the very last one drawn from each population (trusted by identity)
         self._trusted: dict[int, tuple[IntArray, int]] = {}
-        self._last_drawn: tuple[IntArray | None, int] = (None, 0)  # sample()'s latest batch and its population
+        self._drawn_components: object = _NOT_DRAWN
+        self._drawn_constraints: object = _NOT_DRAWN
         self.monitor = MonitorOracle(self)
 
     @property
@@ -395,13 +434,14 @@ class CountingOracle:
         self._by_purpose[purpose] += self._hot_count
         self._hot_count = 0
 
-    def _count_budgeted(self, kind: str, purpose: str, count: int) -> None:
-        """Add ``count`` budgeted evaluations of ``kind`` under ``purpose`` to the two Counters."""
+    def _count_budgeted(self, pair: tuple[str, str], count: int) -> None:
+        """Add ``count`` budgeted evaluations of ``pair = (kind, purpose)`` to the two Counters; ``pair``
+        becomes the one counted last."""
         if self._hot_count:
             self._fold()
-        self._by_kind[kind] += count
-        self._by_purpose[purpose] += count
-        self._hot = (kind, purpose)
+        self._by_kind[pair[0]] += count
+        self._by_purpose[pair[1]] += count
+        self._hot = pair
 
     # ------------------------------------------------------------------ public evaluation API
     @property
@@ -428,30 +468,73 @@ class CountingOracle:
         """
         if self.kind == "minimax":
             self._require(("finite_sum", "constrained", "composite"), "objective")
-        return self._owned(self._problem.components, "objective", self.n, pts, idx, purpose)
+        return self._owned(self._problem.components, _OBJECTIVE, self.n, pts, idx, idx is self._drawn_components, purpose)
 
     def constraints_owned(self, pts: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """:meth:`constraints` on points the caller hands over, as :meth:`objective_owned` does for the
         objective (a matrix already handed to :meth:`objective_owned`, read-only since, qualifies)."""
         if self.kind != "constrained":
             self._require(("constrained",), "constraints")
-        return self._owned(self._problem.constraints, "constraint", self.m, pts, idx, purpose)
+        return self._owned(
+            self._problem.constraints, _CONSTRAINT, self.m, pts, idx, idx is self._drawn_constraints, purpose
+        )
 
-    def _owned(self, fn: Callable[..., Any], kind: str, size: int, pts: Any, idx: Any, purpose: str) -> Array:
-        """The evaluation of :meth:`objective_owned` / :meth:`constraints_owned` (``size``: n or m)."""
-        what, method = ("component", "objective") if kind == "objective" else ("constraint", "constraints")
-        shape: tuple[int, ...] = pts.shape if type(pts) is _NDARRAY and pts.dtype is _FLOAT64 else ()
-        if len(shape) != 2 or shape[1] != self.dim or not ((flags := pts.flags).c_contiguous and flags.owndata):
+    def _owned(
+        self, fn: Callable[..., Any], family: _Family, size: int, pts: Any, idx: Any, drawn: bool, purpose: str
+    ) -> Array:
+        """The evaluation of :meth:`objective_owned` / :meth:`constraints_owned` (``size``: n or m;
+        ``drawn``: ``idx`` is the batch :meth:`sample` has just drawn from that population).
+
+        A one-block batch is :meth:`_evaluate`'s one-block case written out (the estimators' hot
+        path): the same budget test, counts, user call, seconds, result checks and non-finite policy.
+        """
+        if (
+            type(pts) is not _NDARRAY
+            or pts.dtype is not _FLOAT64
+            or pts.ndim != 2
+            or pts.shape[1] != self.dim
+            or not ((flags := pts.flags).c_contiguous and flags.owndata)
+        ):
             # anything else is copied and checked as objective() / constraints() do
-            points = _as_points(pts, self.dim, method)
-            return self._evaluate(fn, (points,), self._indices(idx, size, what), kind, purpose, True)
-        drawn, total = self._last_drawn
-        if drawn is not None and idx is drawn and total <= size:
-            ids: IntArray = drawn  # the batch sample() has just drawn: read-only and valid here
+            points = _as_points(pts, self.dim, family.method)
+            return self._evaluate(fn, (points,), self._indices(idx, size, family.what), family.kind, purpose, True)
+        ids: IntArray = idx if drawn else self._indices(idx, size, family.what)  # drawn: read-only and valid here
+        _set_writeable(pts, False)
+        k, b = pts.shape[0], ids.shape[0]
+        if not 0 < k <= self.block_rows:
+            return self._evaluate(fn, (pts,), ids, family.kind, purpose, True)
+        count = k * b
+        calls = self.calls + count
+        if self.max_calls is not None and calls > self.max_calls:
+            raise BudgetExhausted(count, self.calls, self.max_calls)
+        self.calls = calls
+        pair = family.estimate if purpose == "estimate" else (family.kind, purpose)
+        if pair is self._hot or pair == self._hot:  # the pair counted last: one int addition
+            self._hot_count += count
+        else:  # another pair: into the Counters (keys keep their order of first use)
+            self._count_budgeted(pair, count)
+        self.user_calls += 1
+        t0 = _clock()
+        try:
+            raw = fn(pts, ids)
+        finally:
+            self.seconds += _clock() - t0
+        if (
+            type(raw) is _NDARRAY
+            and raw.dtype is _FLOAT64
+            and _refcount(raw) <= _LOCAL_REFS
+            and raw.shape == (k, b)
+            and (out_flags := raw.flags).owndata
+            and out_flags.writeable
+        ):
+            out: Array = raw  # a fresh float64 array of the right shape nobody else holds: as_values keeps it too
         else:
-            ids = self._indices(idx, size, what)
-        pts.setflags(write=False)
-        return self._evaluate(fn, (pts,), ids, kind, purpose, True)
+            out = _values(raw, k, b, self._function_name(fn, family.kind), False, _refcount(raw) <= _LOCAL_REFS)
+        # NaN or inf make the sum of squares non-finite; a finite overflow is told apart by the exact check
+        flat = out.ravel()
+        if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
+            out = self._nonfinite(out, (pts,), ids, family.kind)
+        return out
 
     def constraints(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
         """Values ``(k, b)`` of constraints ``idx`` (all ``m`` if ``None``) at rows of ``X``."""
@@ -590,7 +673,8 @@ class CountingOracle:
         The batch is read-only and known to be valid, so passing it back to the oracle skips the
         index checks (the fast path of every stochastic solver). Drawing is not an evaluation.
         """
-        if population == "components":
+        components = population == "components"
+        if components:
             total = self.n
         elif population == "constraints":
             total = self.m
@@ -603,12 +687,15 @@ class CountingOracle:
         ids = rng.choice(total, size=size, replace=replace)
         if type(ids) is not _NDARRAY or ids.dtype is not _INTP:
             ids = np.asarray(ids, dtype=np.intp)
-        ids.setflags(write=False)
+        _set_writeable(ids, False)
+        if components:
+            self._drawn_components = ids
+        else:
+            self._drawn_constraints = ids
         trusted = self._trusted
         trusted[id(ids)] = (ids, total)  # holding a reference keeps id(ids) unique
-        if len(trusted) > 32:
-            trusted.pop(next(iter(trusted)))
-        self._last_drawn = (ids, total)
+        if len(trusted) >= 2 * _TRUSTED_BATCHES:  # keep the latest ones
+            self._trusted = dict(itertools.islice(trusted.items(), _TRUSTED_BATCHES, None))
         return ids
 
     def linear_constraints(self) -> tuple[Array, Array]:
@@ -693,11 +780,11 @@ class CountingOracle:
             if self.max_calls is not None and self.calls + count > self.max_calls:
                 raise BudgetExhausted(count, self.calls, self.max_calls)
             self.calls += count
-            hot_kind, hot_purpose = self._hot
-            if kind == hot_kind and purpose == hot_purpose:  # the pair counted last: one int addition
+            pair = (kind, purpose)
+            if pair == self._hot:  # the pair counted last: one int addition
                 self._hot_count += count
             else:  # another pair: into the Counters (keys keep their order of first use)
-                self._count_budgeted(kind, purpose, count)
+                self._count_budgeted(pair, count)
         else:
             self.calls_by_purpose[purpose] += count
 
@@ -729,13 +816,22 @@ class CountingOracle:
         B = self.block_rows
         self.user_calls += -(-k // B)  # one call per block of at most B rows
         if k <= B:  # one block: one call (the hot path)
-            name = self._function_name(fn, kind)
             t0 = _clock()
             try:
-                # the call's result goes to as_values as a temporary: a fresh array is kept, not copied
-                out = as_values(fn(*arrays, ids), k, b, name)
+                raw = fn(*arrays, ids)
             finally:
                 self.seconds += _clock() - t0
+            if (
+                type(raw) is _NDARRAY
+                and raw.dtype is _FLOAT64
+                and _refcount(raw) <= _LOCAL_REFS
+                and raw.shape == (k, b)
+                and (out_flags := raw.flags).owndata
+                and out_flags.writeable
+            ):
+                out: Array = raw  # a fresh float64 array of the right shape nobody else holds: as_values keeps it too
+            else:
+                out = _values(raw, k, b, self._function_name(fn, kind), False, _refcount(raw) <= _LOCAL_REFS)
         else:
             t0 = _clock()
             try:
@@ -744,7 +840,7 @@ class CountingOracle:
                 self.seconds += _clock() - t0
         # NaN or inf make the sum of squares non-finite (one fused pass); a finite overflow is
         # told apart by the exact check
-        flat = out.reshape(-1)
+        flat = out.ravel()
         if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
             out = self._nonfinite(out, arrays, ids, kind)
         return out
