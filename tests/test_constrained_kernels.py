@@ -125,3 +125,22 @@ def test_passive_solve_is_solve_triangular() -> None:
             p = qr.p
             ref = solve_triangular(qr.R[:p, :p], qr.Q[:, :p].T @ e, check_finite=False)
             np.testing.assert_array_equal(qr.solve(e), ref)
+
+
+def test_sparse_moving_average_without_gains_keeps_the_support() -> None:
+    from zoframe_constrained.simplex import PZ, Ascent, _merge_at, pz_ema
+
+    rng = np.random.default_rng(6)
+    m = 1000
+    support = np.sort(rng.choice(m, 40, replace=False)).astype(np.intp)
+    pz = PZ(rng.random(40) * 1e-2, rng.standard_normal(40) * 1e-3, support, 1e-7, -2e-9, m)
+    idx = rng.choice(m, 64, replace=False).astype(np.intp)
+    for gain in (np.zeros(64), -rng.random(64)):
+        h = Ascent(idx, gain, 1e-6)
+        got = pz_ema(pz, h, 0.9)
+        # the general path: merge nothing, then the same arithmetic
+        union, (p, z), _ = _merge_at(pz.support, idx[:0], (pz.p, pz.p_floor), (pz.z, pz.z_floor))
+        z = (1.0 - 0.9) * z + 0.9 * (-1e-6 * p)
+        assert got.support is union and got.p is p
+        np.testing.assert_array_equal(got.z, z)
+        assert got.z_floor == (1.0 - 0.9) * pz.z_floor + 0.9 * (-1e-6 * pz.p_floor)

@@ -560,9 +560,12 @@ def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
     return _pz(p, z, support, pz.p_floor, z_floor, pz.m)
 
 
-def pz_flush(pz: PZ, threshold: float) -> PZ:
-    """Zero the entries below ``threshold`` in magnitude; drop support entries equal to the floor."""
-    p, z = pz.p.copy(), pz.z.copy()
+def pz_flush(pz: PZ, threshold: float, *, overwrite: bool = False) -> PZ:
+    """Zero the entries below ``threshold`` in magnitude; drop support entries equal to the floor.
+
+    ``overwrite=True``: ``pz.p`` and ``pz.z`` are arrays the caller owns, zeroed in place (no copies).
+    """
+    p, z = (pz.p, pz.z) if overwrite else (pz.p.copy(), pz.z.copy())
     p[p < threshold] = 0.0
     z[np.abs(z) < threshold] = 0.0
     p_floor = pz.p_floor if pz.p_floor >= threshold else 0.0

@@ -1359,8 +1359,8 @@ class ADSZOG(_PenaltyMinimax):
         z_w = (1.0 - b) * state.z_w + b * G  # Alg. 1 l.14
         pz = pz_ema(pz, H, b)  # Alg. 1 l.15
         t = state.t + 1
-        if t % _FLUSH_EVERY == 0:
-            pz = pz_flush(pz, self.flush_threshold())
+        if t % _FLUSH_EVERY == 0:  # p and z_p are this step's own arrays (l.7 and l.15 made them): no copies
+            pz = pz_flush(pz, self.flush_threshold(), overwrite=True)
         new = self._state(w, pz, z_w, t, state)
         return self.snapshot(oracle, new, rng) if self.snapshot_due(new) else new
 
