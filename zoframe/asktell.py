@@ -321,7 +321,7 @@ class Run:
             self._problem, solver, rng=rng, max_iter=max_iter, max_calls=max_calls, record_every=record_every,
             callback=callback, x0=x0, block_rows=block_rows, nonfinite=nonfinite, blas_threads=blas_threads,
             feasibility_tol=feasibility_tol, estimator=estimator, estimator_params=estimator_params,
-            registry=registry, options=options, **solver_kwargs,
+            registry=registry, options=options, watched=True, **solver_kwargs,
         )
         loop = self._built.loop
         self._channel.oracle = loop.oracle

@@ -221,9 +221,19 @@ def build_run(
     feasibility_tol: float = 1e-3,
     registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
+    watched: bool = True,
     **solver_params: Any,
 ) -> BuiltRun:
-    """Check everything and assemble the run of :func:`minimize` (same arguments), evaluating nothing."""
+    """Check everything and assemble the run of :func:`minimize` (same arguments), evaluating nothing.
+
+    ``watched`` (the default): the caller may look at the run between two steps (step it by hand,
+    take a snapshot while it waits for values, as the ask/tell interface does), so the solver runs as
+    given. :func:`minimize` runs the loop to its end and passes ``False``; then, if no observer,
+    checkpoint, budget in iterations or time, or per-step test of the iterate needs the loop between
+    steps either, a solver offering ``unobserved_steps()`` runs as the copy that method returns
+    (which may do the work of later steps early: the scipy peers then run in the driver's thread).
+    The results are the same either way.
+    """
     reg = registry if registry is not None else default_registry()
     kind = problem_kind(problem)
     params = {**(options or {}), **solver_params}
@@ -302,6 +312,17 @@ def build_run(
         nit, seconds = int(meta["nit"]), float(meta["seconds"])
     else:
         gen, seed = make_rng(rng)
+    unobserved_steps = getattr(solv, "unobserved_steps", None)
+    if (
+        not watched
+        and callable(unobserved_steps)
+        and max_iter is None
+        and max_time is None
+        and checkpoint is None
+        and nonfinite != "inf"  # the iterate is tested after every step
+        and not any(getattr(o, "per_step", True) for o in observers)
+    ):
+        solv = unobserved_steps()  # nothing reads the run between two steps
     loop = RunLoop(
         solv, oracle, start, gen, solver_name=solver_name, seed=seed, max_iter=max_iter, max_calls=max_calls,
         max_time=max_time, observers=observers, state=state, nit=nit, seconds=seconds,
@@ -401,5 +422,5 @@ def minimize(
         max_calls=max_calls, max_time=max_time, callback=callback, record_every=record_every, progress=progress,
         x0=x0, executor=executor, chunks=chunks, block_rows=block_rows, nonfinite=nonfinite,
         blas_threads=blas_threads, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-        feasibility_tol=feasibility_tol, registry=registry, options=options, **solver_params,
+        feasibility_tol=feasibility_tol, registry=registry, options=options, watched=False, **solver_params,
     ).run()
