@@ -19,7 +19,9 @@ generation (``popsize`` points, evaluated as one batch) or ``points_per_step`` n
 scipy's minimisers own their loop; they run in a helper thread that hands control back to the driver
 every ``points_per_step`` points (default ``10 (d + 1)``; one handoff at a time: the run stays
 deterministic), so the driver records the trace, calls the callback and applies ``max_iter`` /
-``max_time`` between chunks.
+``max_time`` between chunks. When nothing reads the run between two steps, the driver may ask for
+``solver.unobserved_steps()``: scipy then runs in the driver's thread, with no thread and no
+handoffs, and the steps show the same states as the threaded run (see :class:`_ScipySession`).
 
 The state's ``x`` is always the peer's best point so far (feasible points first: violation at most
 ``feas_tol``, then the lowest ``f``), so the ``Result`` reports the best point found even when the
@@ -28,13 +30,15 @@ budget ends in the middle of the peer's run.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterator, Mapping
 import contextlib
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 import functools
 import math
 import threading
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 import warnings
 import weakref
 
@@ -63,6 +67,7 @@ __all__ = [
 ]
 
 _PURPOSE = "peer"
+_F64 = np.dtype(np.float64)
 #: default scipy chunk, in units of ``d + 1`` peer points per driver iteration
 _SCIPY_CHUNK = 10
 
@@ -130,11 +135,17 @@ class _Best:
         return best
 
     def observe_one(self, x: Array, f: float, v: float) -> None:
-        """One point, plain floats: the scipy peers' path (``x`` is owned by the caller's session)."""
+        """One point, plain floats: the scipy peers' path (a copy of ``x`` is kept if it is the best).
+
+        The order of :meth:`observe` (the tuple ``(violation class, f)``, NaN as ``inf``), compared
+        item by item without building the tuple.
+        """
         self.points += 1
-        one = (0.0 if v <= self.tol else v, math.inf if math.isnan(f) else f)
-        if one < self._key:
-            self._key, self.x, self.fun, self.violation = one, x, f, v
+        vk = 0.0 if v <= self.tol else v
+        fk = math.inf if f != f else f
+        kv, kf = self._key
+        if vk < kv or (vk == kv and fk < kf):
+            self._key, self.x, self.fun, self.violation = (vk, fk), x.copy(), f, v
 
     def observe(self, X: Array, F: Array, V: Array) -> None:
         self.points += X.shape[0]
@@ -207,21 +218,36 @@ class _Session:
         self.m = m
         self._buf = np.empty((16, 1 + m))
         self._count = 0
+        #: f of the points logged one at a time since the buffer was last brought up to date (m = 0)
+        self._fs: list[float] = []
         self._replay = np.zeros((0, 1 + m)) if replay is None else replay
+        self._replay_len = int(self._replay.shape[0])
         self._pos = 0
         if replay is not None:
             self._append(replay)
 
     @property
     def replaying(self) -> bool:
-        return bool(self._pos < self._replay.shape[0])
+        return self._pos < self._replay_len
 
     def log(self) -> Array:
+        if self._fs:
+            self._flush()
         view = self._buf[: self._count]
         view.flags.writeable = False
         return view
 
+    def _flush(self) -> None:
+        """Move the values of :attr:`_fs` into the buffer, in order."""
+        fs, self._fs = self._fs, []
+        self._put(np.array(fs, dtype=np.float64).reshape(-1, 1))
+
     def _append(self, rows: Array) -> None:
+        if self._fs:
+            self._flush()
+        self._put(rows)
+
+    def _put(self, rows: Array) -> None:
         need = self._count + rows.shape[0]
         if need > self._buf.shape[0]:
             grown = np.empty((max(need, 2 * self._buf.shape[0]), self._buf.shape[1]))
@@ -231,15 +257,20 @@ class _Session:
         self._count = need
 
     def _append_one(self, f: float, g: Array | None) -> None:
-        """Log one point's ``[f, f_1..f_m]`` in place (the buffer grows geometrically)."""
+        """Log one point's ``[f, f_1..f_m]``: ``f`` alone goes to :attr:`_fs` (moved into the buffer
+        when the log is read), a row with constraints in place (the buffer grows geometrically)."""
+        if g is None:
+            self._fs.append(f)
+            return
+        if self._fs:
+            self._flush()
         if self._count == self._buf.shape[0]:
             grown = np.empty((2 * self._buf.shape[0], self._buf.shape[1]))
             grown[: self._count] = self._buf[: self._count]
             self._buf = grown  # earlier states keep views of the old buffer, whose rows never change
         row = self._buf[self._count]
         row[0] = f
-        if g is not None:
-            row[1:] = g
+        row[1:] = g
         self._count += 1
 
     def values(self, oracle: CountingOracle, X: Array) -> tuple[Array, Array, Array | None]:
@@ -278,6 +309,10 @@ class _Session:
 
     def advance(self, oracle: CountingOracle) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def current(self) -> PeerState:
+        """The state the driver sees after this step."""
+        return _state(self)
 
 
 def _box(oracle: CountingOracle) -> tuple[Array, Array] | None:
@@ -355,7 +390,7 @@ class _PeerBase(SolverBase):
                                     np.array(state.log, dtype=np.float64))
         if not session.done:
             session.advance(oracle)
-        return _state(session)
+        return session.current()
 
     def _session(
         self, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
@@ -435,6 +470,16 @@ class _ThreadBridge:
 
 
 class _ScipySession(_Session):
+    """One scipy run: in a helper thread paused every ``chunk`` calls (:class:`_ThreadBridge`), or,
+    when the driver has nothing to do between steps (``in_driver_thread``), in the driver's thread.
+
+    In the driver's thread the whole scipy run happens in the first step, with the same calls
+    counted the same way; the state the threaded run would have shown after each chunk is kept, and
+    the following steps hand these states out one per step, then end the run as the threaded one
+    would (same states, iterations, counts, status and message, and an error raised at the same
+    iteration).
+    """
+
     def __init__(
         self,
         oracle: CountingOracle,
@@ -444,61 +489,136 @@ class _ScipySession(_Session):
         replay: Array | None,
         chunk: int,
         run_peer: Callable[[Callable[[Array], Any]], Any],
+        in_driver_thread: bool = False,
     ) -> None:
         super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
         self.oracle = oracle
+        self._full: Callable[..., tuple[float, Array | None]] | None = getattr(oracle, "evaluate_full", None)
         self.chunk = chunk
         self._bounds = _box(oracle)  # the box is fixed for the run: computed once, not per point
         self._last: tuple[bytes, float, Array | None] | None = None
-        # the bridge (and the peer's thread) hold the session only weakly: when the driver drops the
-        # run's last state, the session is freed at once and its finalizer ends the paused thread
-        # (which may hold a library lock: scipy's COBYQA runs one solve at a time)
-        ref = weakref.ref(self)
-        self.bridge = _ThreadBridge(run_peer, functools.partial(_weak_point, ref), functools.partial(_weak_replaying, ref))
-        weakref.finalize(self, self.bridge.cancel)
+        self.bridge: _ThreadBridge | None = None
+        self._run_peer = run_peer
+        #: in the driver's thread: the states after each chunk still to show, and whether scipy has run
+        self._ahead: collections.deque[PeerState] = collections.deque()
+        self._ran = False
+        self._here = False  # True while scipy runs in the driver's thread
+        self._counting = False  # True while scipy runs in the driver's thread, past the replayed points
+        self._quota = 0  # calls left in the current chunk (driver's thread)
+        self._shown: PeerState | None = None
+        self._outcome: Any = None
+        self._error: BaseException | None = None
+        if not in_driver_thread:
+            # the bridge (and the peer's thread) hold the session only weakly: when the driver drops the
+            # run's last state, the session is freed at once and its finalizer ends the paused thread
+            # (which may hold a library lock: scipy's COBYQA runs one solve at a time)
+            ref = weakref.ref(self)
+            self.bridge = _ThreadBridge(
+                run_peer, functools.partial(_weak_point, ref), functools.partial(_weak_replaying, ref)
+            )
+            weakref.finalize(self, self.bridge.cancel)
 
     def _point(self, x: Array) -> tuple[float, Array | None]:
         """One peer point: ``(f, g)`` at ``x``; the same point asked again is not evaluated again.
 
         The one-point path of :meth:`_Session.values` (same values, same log, same best point),
         without the ``(1, d)`` batch temporaries: scipy's minimisers ask one point per call.
+        In the driver's thread (:meth:`_run_here`) the call is first counted as
+        :meth:`_ThreadBridge._fun` counts it: every call once the replayed points are used up (a
+        repeated point too), and before the first call of each new chunk the state the threaded
+        run would show the driver is kept.
         """
-        key = x.tobytes() if type(x) is np.ndarray and x.dtype == np.float64 else np.asarray(x, np.float64).tobytes()
+        if self._counting:
+            quota = self._quota
+            if quota <= 0:
+                self._ahead.append(_state(self))  # where the threaded run would pause for the driver
+                quota = self.chunk
+            self._quota = quota - 1
+        if type(x) is not np.ndarray or x.dtype is not _F64:
+            x = np.asarray(x, dtype=np.float64)
+        key = x.tobytes()
         last = self._last
         if last is not None and last[0] == key:
             return last[1], last[2]
-        xp = np.array(x, dtype=np.float64)  # the peer may reuse its buffer: own the point
-        if self._bounds is not None:
-            np.clip(xp, self._bounds[0], self._bounds[1], out=xp)
-        if self._pos < self._replay.shape[0]:  # replaying after a resume
+        bounds = self._bounds
+        # the oracle copies the point it evaluates, the best point keeps a copy: no copy here
+        xp = x if bounds is None else np.clip(x, bounds[0], bounds[1])
+        if self._pos < self._replay_len:  # replaying after a resume
             row = self._replay[self._pos]
             self._pos += 1
             f = float(row[0])
             g = row[1:].copy() if self.m else None
+            if self._here and self._pos == self._replay_len:
+                self._counting = True  # the replayed points are used up: from the next call on
         else:
-            f, g = _evaluate_one(self.oracle, xp)
-            v = 0.0 if g is None else max(float(g.max()), 0.0)
-            self.best.observe_one(xp, f, v)
-            self._append_one(f, g)
+            full = self._full
+            if full is None:
+                f, g = _evaluate_one(self.oracle, xp)
+            else:
+                f, g = full(xp, purpose=_PURPOSE)  # f is a float: evaluate_full's contract
+            if g is None:
+                # best.observe_one(xp, f, 0.0) written out: violation class 0 (feas_tol >= 0)
+                best = self.best
+                best.points += 1
+                fk = math.inf if f != f else f
+                kv, kf = best._key
+                if 0.0 < kv or (kv == 0.0 and fk < kf):
+                    best._key, best.x, best.fun, best.violation = (0.0, fk), xp.copy(), f, 0.0
+                self._fs.append(f)
+            else:
+                self.best.observe_one(xp, f, max(float(g.max()), 0.0))
+                self._append_one(f, g)
         self._last = (key, f, g)
         return f, g
 
     def advance(self, oracle: CountingOracle) -> None:
         self.oracle = oracle
-        self.bridge.run(self.chunk)
+        self._full = getattr(oracle, "evaluate_full", None)
         b = self.bridge
-        if not b.finished:
+        if b is None:
+            self._advance_here()
             return
-        if isinstance(b.error, BudgetExhausted):
-            self.budget(oracle)
-        elif b.error is not None:
-            self.finish(f"the peer failed: {b.error}", Status.FAILED)
-            raise b.error
+        b.run(self.chunk)
+        if b.finished:
+            self._conclude(oracle, b.outcome, b.error)
+
+    def current(self) -> PeerState:
+        shown, self._shown = self._shown, None
+        return _state(self) if shown is None else shown
+
+    def _advance_here(self) -> None:
+        """A step in the driver's thread: the whole run first, then one chunk's state per step."""
+        if not self._ran:
+            self._run_here()
+        if self._ahead:
+            self._shown = self._ahead.popleft()
         else:
-            res = b.outcome
-            ok = bool(getattr(res, "success", False))
+            self._conclude(self.oracle, self._outcome, self._error)
+
+    def _run_here(self) -> None:
+        """Run scipy to its end in this thread, keeping the states after every ``chunk`` counted calls."""
+        self._ran, self._quota, self._here = True, self.chunk, True
+        self._counting = self._pos >= self._replay_len
+        try:
+            self._outcome = self._run_peer(self._point)
+        except KeyboardInterrupt:
+            raise  # the threaded run's driver sees it at once too
+        except BaseException as exc:  # raised by the step where the threaded run raises it
+            self._error = exc
+        finally:
+            self._here = self._counting = False
+
+    def _conclude(self, oracle: CountingOracle, outcome: Any, error: BaseException | None) -> None:
+        """The end of the scipy run: its status and message, or its error raised."""
+        if isinstance(error, BudgetExhausted):
+            self.budget(oracle)
+        elif error is not None:
+            self.finish(f"the peer failed: {error}", Status.FAILED)
+            raise error
+        else:
+            ok = bool(getattr(outcome, "success", False))
             # a peer that stops without its success flag ran out of its own iteration limits
-            self.finish(f"scipy: {getattr(res, 'message', '')}", Status.CONVERGED if ok else Status.BUDGET)
+            self.finish(f"scipy: {getattr(outcome, 'message', '')}", Status.CONVERGED if ok else Status.BUDGET)
 
 
 def _weak_point(ref: weakref.ref[_ScipySession], x: Array) -> tuple[float, Array | None]:
@@ -520,8 +640,8 @@ def _scipy_minimize(
     from scipy import optimize
 
     def target(point: Callable[[Array], Any]) -> Any:
-        def fun(x: Array) -> float:
-            return float(point(x)[0])
+        def fun(x: Array) -> Any:
+            return point(x)[0]  # a float
 
         kwargs: dict[str, Any] = {"method": method, "options": options}
         if bounds is not None:
@@ -541,6 +661,23 @@ def _scipy_minimize(
 @dataclass(frozen=True)
 class _ScipyPeer(_PeerBase):
     method: ClassVar[str] = ""
+    #: run scipy in the driver's thread (set by :meth:`unobserved_steps`, never a parameter)
+    in_driver_thread: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def unobserved_steps(self) -> Self:
+        """This peer for a run in which nothing reads the run between two steps.
+
+        That is: no trace rows between the first and the last (``record_every=0``), no callback,
+        no checkpoint before the last, no progress bar, no ``max_iter``, no ``max_time``, no test of
+        the iterate after each step, nobody asking for a snapshot while the run goes on. The scipy
+        minimiser then runs in the driver's thread, with no thread and no handoffs; the steps,
+        states, counts, status, message and errors are those of the threaded run (see
+        :class:`_ScipySession`). The flag is no parameter: it is not checkpointed, not compared on
+        resume and does not change what the run computes.
+        """
+        out = copy.copy(self)
+        object.__setattr__(out, "in_driver_thread", True)
+        return out
 
     def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
         raise NotImplementedError  # pragma: no cover
@@ -558,7 +695,7 @@ class _ScipyPeer(_PeerBase):
         # thread and the driver costs tens of microseconds, and an iteration boundary is needed
         # only for the trace, callbacks, checkpoints, max_iter and max_time
         chunk = int(pps) if pps is not None else _SCIPY_CHUNK * (oracle.dim + 1)
-        return _ScipySession(oracle, x0, seed, best, replay, chunk, run)
+        return _ScipySession(oracle, x0, seed, best, replay, chunk, run, self.in_driver_thread)
 
 
 @dataclass(frozen=True)

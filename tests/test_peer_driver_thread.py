@@ -1,0 +1,257 @@
+"""The scipy peers in the driver's thread (``unobserved_steps()``) give the threaded run bit for bit.
+
+Every state a step returns, the Result (x, fun, nit, counts by kind and purpose, status, message,
+trace), the budget stop, errors (raised at the same iteration, with the same partial result) and the
+replay of a checkpoint are compared between the two paths, for cobyla, cobyqa, nelder-mead and
+powell, on unconstrained, bounded and constrained problems.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe.driver import RunFailedError
+from zoframe.errors import NonFiniteValueError
+from zoframe.oracle import CountingOracle
+from zoframe.result import Result, Status
+from zoframe.sets import Box
+from zoframe_basic.problems import LeastSquares
+from zoframe_bench.suites import BallConstrainedQuadratic, RandomQP
+from zoframe_peers.solvers import COBYLA, COBYQA, NelderMead, PeerState, Powell
+
+SCIPY = {"cobyla": COBYLA, "cobyqa": COBYQA, "nelder-mead": NelderMead, "powell": Powell}
+CONSTRAINED = ["cobyla", "cobyqa"]
+
+
+class _Rosenbrock:
+    """Rosenbrock's function, optionally in a box, as a bare finite-sum problem (measures free)."""
+
+    kind = "finite_sum"
+    n = 1
+    monitor_free = True
+
+    def __init__(self, dim: int, bounds: tuple[float, float] | None = None) -> None:
+        self.dim = dim
+        self.x0 = np.tile([-1.2, 1.0], (dim + 1) // 2)[:dim]
+        if bounds is not None:  # x0 inside the box, the minimiser (1, ..., 1) outside
+            self.feasible_set = Box(dim, bounds[0], bounds[1])
+            self.x0 = np.clip(self.x0, bounds[0], bounds[1])
+
+    def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        v = np.sum((1.0 - X[:, :-1]) ** 2 + 100.0 * (X[:, 1:] - X[:, :-1] ** 2) ** 2, axis=1)
+        return np.repeat(v[:, None], len(idx), axis=1)
+
+
+class _Failing:
+    """A problem whose objective raises (or returns NaN) at its ``at``-th call."""
+
+    kind = "finite_sum"
+    n = 3
+    monitor_free = True
+
+    def __init__(self, at: int, nan: bool = False) -> None:
+        self.base = LeastSquares(dim=4, n=3, seed=2)
+        self.dim, self.x0 = 4, self.base.x0
+        self.at, self.nan, self.calls = at, nan, 0
+
+    def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        out = self.base.components(X, idx)
+        if self.calls == self.at:
+            if not self.nan:
+                raise ValueError(f"the objective fails at call {self.at}")
+            out = out.copy()
+            out[0, 0] = np.nan
+        return out
+
+
+def _both(solver: str, **params: Any) -> tuple[Any, Any]:
+    threaded = SCIPY[solver](**params)
+    here = threaded.unobserved_steps()
+    assert here.in_driver_thread and not threaded.in_driver_thread and here == threaded
+    return threaded, here
+
+
+def _same_result(a: Result, b: Result) -> None:
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.x_best, b.x_best)
+    assert np.array_equal(a.fun, b.fun, equal_nan=True) and np.array_equal(a.fun_best, b.fun_best, equal_nan=True)
+    assert (a.nit, a.nfev, a.user_calls) == (b.nit, b.nfev, b.user_calls)
+    assert a.nfev_by_kind == b.nfev_by_kind and a.nfev_by_purpose == b.nfev_by_purpose
+    assert (a.status, a.success, a.message, a.feasible) == (b.status, b.success, b.message, b.feasible)
+    assert a.max_violation == b.max_violation
+    assert set(a.trace) == set(b.trace)
+    for key in a.trace:
+        if key != "seconds":
+            assert np.array_equal(a.trace[key], b.trace[key], equal_nan=True), key
+    assert set(a.outputs) == set(b.outputs) and all(np.array_equal(a.outputs[k], b.outputs[k]) for k in a.outputs)
+    assert a.measures == b.measures
+
+
+def _same_state(a: PeerState, b: PeerState) -> None:
+    for f in dataclasses.fields(PeerState):
+        va, vb = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(va, np.ndarray):
+            assert np.array_equal(va, vb) and va.shape == vb.shape, f.name
+        else:
+            assert va == vb or (va != va and vb != vb), f.name
+
+
+def _states(solver: Any, problem: Any, max_calls: int | None, steps: int = 5_000) -> tuple[list[PeerState], BaseException | None]:
+    """Drive ``init`` / ``step`` by hand: every state, then the error that ended the run (if any)."""
+    oracle = CountingOracle(problem, max_calls=max_calls)
+    rng = np.random.default_rng(3)
+    state = solver.init(oracle, np.array(problem.x0, dtype=np.float64), rng)
+    out = [state]
+    try:
+        while not state.done and len(out) < steps:
+            state = solver.step(oracle, state, rng)
+            out.append(state)
+    except Exception as exc:  # the run's error, raised by the step where it happens
+        return out, exc
+    return out, None
+
+
+def _outcome(problem: Any, solver: Any, **kwargs: Any) -> tuple[Result, str]:
+    """The Result of a run and its error (``""`` if none); a failed run's partial Result."""
+    try:
+        return zoframe.minimize(problem, solver, rng=0, record_every=0, **kwargs), ""
+    except RunFailedError as exc:
+        return exc.result, f"{exc}; {type(exc.__cause__).__name__}: {exc.__cause__}"
+
+
+PROBLEMS: list[tuple[Any, list[int | None]]] = [
+    # (problem, budgets: None converges, then runs that end exactly at max_calls or with n + m - 1 left)
+    (LeastSquares(dim=3, n=4, seed=1), [None, 4 * 60, 4 * 60 + 3]),
+    (_Rosenbrock(4), [157]),
+    (_Rosenbrock(3, (-1.0, 0.8)), [90]),
+]
+
+
+@pytest.mark.parametrize("solver", sorted(SCIPY))
+@pytest.mark.parametrize("chunk", [None, 1, 7])
+def test_every_state_is_that_of_the_threaded_run(solver: str, chunk: int | None) -> None:
+    threaded, here = _both(solver, points_per_step=chunk)
+    cases = [(p, b) for p, budgets in PROBLEMS for b in budgets]
+    if solver in CONSTRAINED:
+        cases += [(BallConstrainedQuadratic(dim=3, n=2, seed=3), None), (BallConstrainedQuadratic(dim=4, n=3, seed=1), 4 * 50 + 3),
+                  (RandomQP(dim=5, m=6, seed=0), 7 * 40)]
+    ends = set()
+    for problem, budget in cases:
+        a, err_a = _states(threaded, problem, budget)
+        b, err_b = _states(here, problem, budget)
+        assert err_a is None and err_b is None
+        assert len(a) == len(b) and a[-1].done
+        for sa, sb in zip(a, b):
+            _same_state(sa, sb)
+        assert budget is not None or a[-1].status == Status.CONVERGED
+        ends.add((budget is None, a[-1].status, a[-1].message.startswith("reached max_calls")))
+    assert {(True, Status.CONVERGED, False), (False, Status.BUDGET, True)} <= ends
+
+
+@pytest.mark.parametrize("solver", sorted(SCIPY))
+def test_results_are_bit_identical(solver: str) -> None:
+    threaded, here = _both(solver)
+    problems: list[tuple[Any, int]] = [
+        (_Rosenbrock(4), 157), (LeastSquares(dim=3, n=4, seed=1), 4 * 3000), (LeastSquares(dim=10, n=200, seed=0), 200 * 300),
+        (_Rosenbrock(3, (-1.0, 0.8)), 300),
+    ]
+    if solver in CONSTRAINED:
+        problems += [(BallConstrainedQuadratic(dim=4, n=3, seed=1), 4 * 100 + 3),
+                     (BallConstrainedQuadratic(dim=3, n=2, seed=3), 3 * 3000), (RandomQP(dim=10, m=20, seed=0), 21 * 60)]
+    for problem, budget in problems:
+        # record_every=0: a trace row between the first and the last would read the oracle's counts
+        # between steps, which the driver's thread path has run ahead of (the driver then keeps the thread)
+        runs = [zoframe.minimize(problem, s, rng=0, max_calls=budget, record_every=0) for s in (threaded, here)]
+        _same_result(*runs)
+        if budget == 157 and solver != "cobyqa":  # COBYQA converges at 156 points
+            assert runs[0].status is Status.BUDGET and runs[0].nfev == 157
+
+
+@pytest.mark.parametrize("solver", sorted(SCIPY))
+def test_budget_exhausted_exactly(solver: str) -> None:
+    threaded, here = _both(solver)
+    problem = LeastSquares(dim=5, n=4, seed=3)
+    for points in (1, 2, 23, 40):
+        budget = 4 * points
+        a, b = (_outcome(problem, s, max_calls=budget) for s in (threaded, here))
+        assert a[1] == b[1]  # the error, if any (e.g. COBYLA's warning, an error under -W error, for 1 point)
+        _same_result(a[0], b[0])
+        if a[0].status is Status.BUDGET:
+            assert a[0].nfev == budget and "reached max_calls" in a[0].message
+
+
+@pytest.mark.parametrize("solver", sorted(SCIPY))
+@pytest.mark.parametrize("nan", [False, True])
+def test_errors_end_the_run_at_the_same_iteration(solver: str, nan: bool) -> None:
+    threaded, here = _both(solver, points_per_step=5)
+    for at in (1, 5, 6, 17):
+        caught = []
+        for s in (threaded, here):
+            with pytest.raises(RunFailedError) as info:
+                zoframe.minimize(_Failing(at, nan), s, rng=0, max_calls=3 * 500, record_every=0)
+            caught.append(info.value)
+        a, b = caught
+        assert type(a.__cause__) is type(b.__cause__) and str(a.__cause__) == str(b.__cause__)
+        assert isinstance(a.__cause__, NonFiniteValueError if nan else ValueError)
+        assert str(a) == str(b)
+        _same_result(a.result, b.result)
+        # the threaded states: the same sequence, the error raised by the same step
+        sa, ea = _states(threaded, _Failing(at, nan), 3 * 500)
+        sb, eb = _states(here, _Failing(at, nan), 3 * 500)
+        assert len(sa) == len(sb) and str(ea) == str(eb)
+        for x, y in zip(sa, sb):
+            _same_state(x, y)
+
+
+@pytest.mark.parametrize("solver", sorted(SCIPY))
+def test_resumed_runs_replay_the_same_way(solver: str, tmp_path: object) -> None:
+    threaded, here = _both(solver, points_per_step=6)
+    problems: list[Any] = [LeastSquares(dim=3, n=4, seed=1)]
+    if solver in CONSTRAINED:
+        problems.append(BallConstrainedQuadratic(dim=3, n=2, seed=4))
+    for k, problem in enumerate(problems):
+        path = f"{tmp_path}/{solver}{k}"
+        part = zoframe.minimize(problem, threaded, rng=5, max_iter=3, checkpoint=path, record_every=0)
+        assert part.status is Status.MAX_ITER
+        runs = [zoframe.minimize(problem, s, max_calls=10**5, resume=path, record_every=0) for s in (threaded, here)]
+        _same_result(*runs)
+        assert runs[0].status is Status.CONVERGED
+        straight = zoframe.minimize(problem, threaded, rng=5, max_calls=10**5, record_every=0)
+        assert np.array_equal(straight.x, runs[1].x) and straight.nfev == runs[1].nfev
+        # the states after the resume, step by step: the replayed points are not counted in a chunk
+        oracle_states = []
+        for s in (threaded, here):
+            built = zoframe.driver.build_run(problem, s, max_calls=10**5, resume=path, record_every=0)
+            loop, seen = built.loop, []
+            while loop.stop is None:
+                loop.stop = loop.step()
+                seen.append(loop.state)
+            oracle_states.append(seen)
+        assert len(oracle_states[0]) == len(oracle_states[1])
+        for x, y in zip(*oracle_states):
+            _same_state(x, y)
+
+
+def test_no_thread_in_the_driver_thread_path() -> None:
+    before = {t.ident for t in threading.enumerate()}
+    res = zoframe.minimize(_Rosenbrock(4), NelderMead().unobserved_steps(), rng=0, max_calls=300, record_every=0)
+    assert res.status is Status.BUDGET and res.nfev == 300
+    assert not [t for t in threading.enumerate() if t.name == "zoframe-peer" and t.ident not in before]
+
+
+def test_the_flag_is_no_parameter() -> None:
+    from zoframe.observers.checkpointing import solver_params
+    from zoframe.specs import describe_params
+
+    solver = COBYLA(rhobeg=0.5, points_per_step=3)
+    here = solver.unobserved_steps()
+    assert solver_params(here) == solver_params(solver) and "in_driver_thread" not in solver_params(here)
+    assert "in_driver_thread" not in {p.name for p in describe_params(COBYLA)}
+    assert (here.rhobeg, here.points_per_step) == (0.5, 3) and here == solver and repr(here) == repr(solver)
+    assert not dataclasses.replace(here, rhobeg=0.4).in_driver_thread  # a new solver: no flag
