@@ -565,9 +565,9 @@ class CountingOracle:
         calls = self.calls
         if self.max_calls is not None and calls + n + m > self.max_calls:
             raise BudgetExhausted(n + m, calls, self.max_calls)
-        if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == self._one_shape:
+        if type(x) is np.ndarray and x.dtype == _FLOAT64 and x.shape == self._one_shape:
             pts = x.reshape(self._row_shape).copy()  # _one_point's array, without its checks' layers
-            pts.setflags(write=False)
+            _set_writeable(pts, False)
         else:
             pts = _one_point(x, self.dim, "evaluate_full")
         # one row is one block, one call each: _evaluate's one-block case with its counts and checks,
@@ -579,9 +579,20 @@ class CountingOracle:
         self.user_calls += 1
         t0 = _clock()
         try:
-            out = as_values(fn(pts, ids), 1, n, self._function_name(fn, "objective"))
+            raw = fn(pts, ids)
         finally:
             self.seconds += _clock() - t0
+        if (
+            type(raw) is _NDARRAY
+            and raw.dtype is _FLOAT64
+            and _refcount(raw) <= _LOCAL_REFS
+            and raw.shape == (1, n)
+            and (out_flags := raw.flags).owndata
+            and out_flags.writeable
+        ):
+            out: Array = raw  # fresh, nobody else holds it: as_values keeps it too
+        else:
+            out = _values(raw, 1, n, self._function_name(fn, "objective"), False, _refcount(raw) <= _LOCAL_REFS)
         if n == 1:  # the value itself (a mean over one value would turn -0.0 into 0.0)
             f = float(out[0, 0])
             if not math.isfinite(f):
