@@ -9,11 +9,13 @@ powell, on unconstrained, bounded and constrained problems.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
 from typing import Any
 
 import numpy as np
 import pytest
+import scipy
 
 import zoframe
 from zoframe.driver import RunFailedError
@@ -255,3 +257,77 @@ def test_the_flag_is_no_parameter() -> None:
     assert "in_driver_thread" not in {p.name for p in describe_params(COBYLA)}
     assert (here.rhobeg, here.points_per_step) == (0.5, 3) and here == solver and repr(here) == repr(solver)
     assert not dataclasses.replace(here, rhobeg=0.4).in_driver_thread  # a new solver: no flag
+
+
+# sha256 (first 16 hex digits) of every state of a run (x, log, fun, violation, points, done, message,
+# status), made with the threaded one-point path as it was before the driver's thread path and the
+# leaner session (numpy 2.4.6, scipy 1.17.1): (number of states, digest) per "peer/problem/points_per_step"
+GOLDEN = {
+    "COBYLA/ball-qp/3": (35, "d69dcccfc03db345"),
+    "COBYLA/ball-qp/None": (4, "5177d09f5156aaed"),
+    "COBYLA/ls3-budget/3": (22, "838c12b30ab90faf"),
+    "COBYLA/ls3-budget/None": (3, "30eab039c49fc55c"),
+    "COBYLA/ls3/3": (92, "f6a59bf28a4cef44"),
+    "COBYLA/ls3/None": (8, "08fe50eaec443091"),
+    "COBYLA/random-qp/3": (28, "222b9e6c89c3e3f0"),
+    "COBYLA/random-qp/None": (3, "c25f002f8fa940b7"),
+    "COBYLA/rosenbrock-157/3": (54, "5d7dbce074207f8c"),
+    "COBYLA/rosenbrock-157/None": (5, "18a0ec1739852e5f"),
+    "COBYLA/rosenbrock-box-90/3": (32, "a1b59f091c51f609"),
+    "COBYLA/rosenbrock-box-90/None": (4, "2ba9ead85177cad6"),
+    "COBYQA/ball-qp/3": (22, "fcba3dccb435bd78"),
+    "COBYQA/ball-qp/None": (3, "9e2332395f140b7b"),
+    "COBYQA/ls3-budget/3": (22, "6b2220c7330f91b2"),
+    "COBYQA/ls3-budget/None": (3, "d2230840e227753a"),
+    "COBYQA/ls3/3": (22, "c80f299ee697a1a1"),
+    "COBYQA/ls3/None": (3, "a3fdea886901a487"),
+    "COBYQA/random-qp/3": (19, "ec9f774a45629f11"),
+    "COBYQA/random-qp/None": (2, "38e61d1f5b55570b"),
+    "COBYQA/rosenbrock-157/3": (53, "88f3c9521810797c"),
+    "COBYQA/rosenbrock-157/None": (5, "fb1e59026d61f54a"),
+    "COBYQA/rosenbrock-box-90/3": (32, "a7b5546b55b862f2"),
+    "COBYQA/rosenbrock-box-90/None": (4, "acd0ff2f3b000f08"),
+    "NelderMead/ls3-budget/3": (22, "14aea77907d5a2a9"),
+    "NelderMead/ls3-budget/None": (3, "7e796ca36097d829"),
+    "NelderMead/ls3/3": (131, "ddcd87ce757453b9"),
+    "NelderMead/ls3/None": (11, "b626ef890621f67c"),
+    "NelderMead/rosenbrock-157/3": (54, "0120478043f2bdd2"),
+    "NelderMead/rosenbrock-157/None": (5, "ce44dbfeaae81e72"),
+    "NelderMead/rosenbrock-box-90/3": (32, "2062bb5157fc933f"),
+    "NelderMead/rosenbrock-box-90/None": (4, "b6f32898b6081276"),
+    "Powell/ls3-budget/3": (22, "fbb69eb5c0db516e"),
+    "Powell/ls3-budget/None": (3, "d9ef1f5fa76e071c"),
+    "Powell/ls3/3": (89, "c564650ab1462361"),
+    "Powell/ls3/None": (8, "7624ad368b4b278e"),
+    "Powell/rosenbrock-157/3": (54, "0c602b2480795d55"),
+    "Powell/rosenbrock-157/None": (5, "8a17040493e38ee9"),
+    "Powell/rosenbrock-box-90/3": (32, "7826e36aff56bab1"),
+    "Powell/rosenbrock-box-90/None": (4, "17e9aca33c1bfd91"),
+}
+
+
+def _digest(states: list[PeerState]) -> str:
+    h = hashlib.sha256()
+    for st in states:
+        h.update(np.ascontiguousarray(st.x, dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(st.log).tobytes())
+        h.update(repr((float(st.fun), float(st.violation), st.points, st.done, st.message, st.status)).encode())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.skipif(
+    (np.__version__, scipy.__version__) != ("2.4.6", "1.17.1"), reason="digests of numpy 2.4.6 / scipy 1.17.1 runs"
+)
+@pytest.mark.parametrize("here", [False, True])
+def test_states_are_those_of_the_earlier_one_point_path(here: bool) -> None:
+    classes = {"COBYLA": COBYLA, "COBYQA": COBYQA, "NelderMead": NelderMead, "Powell": Powell}
+    problems: dict[str, tuple[Any, int | None]] = {
+        "ls3": (LeastSquares(dim=3, n=4, seed=1), None), "ls3-budget": (LeastSquares(dim=3, n=4, seed=1), 4 * 60 + 3),
+        "rosenbrock-157": (_Rosenbrock(4), 157), "rosenbrock-box-90": (_Rosenbrock(3, (-1.0, 0.8)), 90),
+        "ball-qp": (BallConstrainedQuadratic(dim=4, n=3, seed=1), 4 * 50 + 3), "random-qp": (RandomQP(dim=5, m=6, seed=0), 7 * 40),
+    }
+    for key, (count, digest) in GOLDEN.items():
+        name, problem, chunk = key.split("/")
+        solver = classes[name](points_per_step=None if chunk == "None" else int(chunk))
+        states, err = _states(solver.unobserved_steps() if here else solver, *problems[problem])
+        assert err is None and (len(states), _digest(states)) == (count, digest), key

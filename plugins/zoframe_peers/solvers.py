@@ -67,6 +67,9 @@ __all__ = [
 ]
 
 _PURPOSE = "peer"
+#: a scipy peer's whole run: ``run(point, constraints)``, ``point(x) -> f`` (one evaluation per new
+#: ``x``), ``constraints() -> g``: the constraint values of the point ``point`` was last asked for
+_Run = Callable[[Callable[[Array], float], Callable[[], "Array | None"]], Any]
 _F64 = np.dtype(np.float64)
 #: default scipy chunk, in units of ``d + 1`` peer points per driver iteration
 _SCIPY_CHUNK = 10
@@ -404,7 +407,7 @@ class _Cancelled(BaseException):
 
 
 class _ThreadBridge:
-    """Runs ``target(fun)`` in a daemon thread, pausing every ``chunk`` calls of ``fun``.
+    """Runs ``target(fun, constraints)`` in a daemon thread, pausing every ``chunk`` calls of ``fun``.
 
     Exactly one of the two threads runs at any time (two semaphores hand control back and forth),
     so the oracle is never used concurrently and the run is as deterministic as a serial one.
@@ -412,12 +415,14 @@ class _ThreadBridge:
 
     def __init__(
         self,
-        target: Callable[[Callable[[Array], Any]], Any],
-        evaluate: Callable[[Array], Any],
+        target: _Run,
+        evaluate: Callable[[Array], float],
         free: Callable[[], bool],
+        constraints: Callable[[], Array | None],
     ) -> None:
         self._target = target
         self._evaluate = evaluate
+        self._constraints = constraints
         self._free = free  # replayed points (after a resume) do not count towards a chunk
         self._replaying = True
         self._go = threading.Semaphore(0)
@@ -434,14 +439,14 @@ class _ThreadBridge:
         try:
             if self._cancel:
                 raise _Cancelled
-            self.outcome = self._target(self._fun)
+            self.outcome = self._target(self._fun, self._constraints)
         except BaseException as exc:  # handed to the driver's thread by run()
             self.error = exc
         finally:
             self.finished = True
             self._back.release()
 
-    def _fun(self, x: Array) -> Any:
+    def _fun(self, x: Array) -> float:
         if self._replaying:  # the replayed points come first; once they are used up they never come back
             if self._free():
                 return self._evaluate(x)
@@ -488,7 +493,7 @@ class _ScipySession(_Session):
         best: _Best,
         replay: Array | None,
         chunk: int,
-        run_peer: Callable[[Callable[[Array], Any]], Any],
+        run_peer: _Run,
         in_driver_thread: bool = False,
     ) -> None:
         super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
@@ -497,6 +502,7 @@ class _ScipySession(_Session):
         self.chunk = chunk
         self._bounds = _box(oracle)  # the box is fixed for the run: computed once, not per point
         self._last: tuple[bytes, float, Array | None] | None = None
+        self._g: Array | None = None  # the constraint values of the point asked last
         self.bridge: _ThreadBridge | None = None
         self._run_peer = run_peer
         #: in the driver's thread: the states after each chunk still to show, and whether scipy has run
@@ -514,12 +520,14 @@ class _ScipySession(_Session):
             # (which may hold a library lock: scipy's COBYQA runs one solve at a time)
             ref = weakref.ref(self)
             self.bridge = _ThreadBridge(
-                run_peer, functools.partial(_weak_point, ref), functools.partial(_weak_replaying, ref)
+                run_peer, functools.partial(_weak_point, ref), functools.partial(_weak_replaying, ref),
+                functools.partial(_weak_constraints, ref),
             )
             weakref.finalize(self, self.bridge.cancel)
 
-    def _point(self, x: Array) -> tuple[float, Array | None]:
-        """One peer point: ``(f, g)`` at ``x``; the same point asked again is not evaluated again.
+    def _point(self, x: Array) -> float:
+        """One peer point: ``f`` at ``x`` (its constraints ``g`` in :attr:`_g`); the same point asked
+        again is not evaluated again.
 
         The one-point path of :meth:`_Session.values` (same values, same log, same best point),
         without the ``(1, d)`` batch temporaries: scipy's minimisers ask one point per call.
@@ -539,7 +547,7 @@ class _ScipySession(_Session):
         key = x.tobytes()
         last = self._last
         if last is not None and last[0] == key:
-            return last[1], last[2]
+            return last[1]  # and _g is still this point's
         bounds = self._bounds
         # the oracle copies the point it evaluates, the best point keeps a copy: no copy here
         xp = x if bounds is None else np.clip(x, bounds[0], bounds[1])
@@ -569,7 +577,11 @@ class _ScipySession(_Session):
                 self.best.observe_one(xp, f, max(float(g.max()), 0.0))
                 self._append_one(f, g)
         self._last = (key, f, g)
-        return f, g
+        self._g = g
+        return f
+
+    def _constraints(self) -> Array | None:
+        return self._g
 
     def advance(self, oracle: CountingOracle) -> None:
         self.oracle = oracle
@@ -600,7 +612,7 @@ class _ScipySession(_Session):
         self._ran, self._quota, self._here = True, self.chunk, True
         self._counting = self._pos >= self._replay_len
         try:
-            self._outcome = self._run_peer(self._point)
+            self._outcome = self._run_peer(self._point, self._constraints)
         except KeyboardInterrupt:
             raise  # the threaded run's driver sees it at once too
         except BaseException as exc:  # raised by the step where the threaded run raises it
@@ -621,11 +633,18 @@ class _ScipySession(_Session):
             self.finish(f"scipy: {getattr(outcome, 'message', '')}", Status.CONVERGED if ok else Status.BUDGET)
 
 
-def _weak_point(ref: weakref.ref[_ScipySession], x: Array) -> tuple[float, Array | None]:
+def _weak_point(ref: weakref.ref[_ScipySession], x: Array) -> float:
     session = ref()
     if session is None:
         raise _Cancelled
     return session._point(x)
+
+
+def _weak_constraints(ref: weakref.ref[_ScipySession]) -> Array | None:
+    session = ref()
+    if session is None:
+        raise _Cancelled
+    return session._g
 
 
 def _weak_replaying(ref: weakref.ref[_ScipySession]) -> bool:
@@ -635,13 +654,14 @@ def _weak_replaying(ref: weakref.ref[_ScipySession]) -> bool:
 
 def _scipy_minimize(
     method: str, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
-) -> Callable[[Callable[[Array], Any]], Any]:
-    """The peer's whole run as ``target(point)``, ``point(x) -> (f, g)`` (one evaluation per new x)."""
+) -> _Run:
+    """The peer's whole run as ``target(point, constraints)`` (see :data:`_Run`)."""
     from scipy import optimize
 
-    def target(point: Callable[[Array], Any]) -> Any:
-        def fun(x: Array) -> Any:
-            return point(x)[0]  # a float
+    def target(point: Callable[[Array], float], last: Callable[[], Array | None]) -> Any:
+        def g(x: Array) -> Any:
+            point(x)  # evaluates x unless it is the point asked last (COBYLA asks f, then g, at each point)
+            return last()
 
         kwargs: dict[str, Any] = {"method": method, "options": options}
         if bounds is not None:
@@ -649,11 +669,11 @@ def _scipy_minimize(
         if constrained:
             if method == "COBYLA":
                 # scipy's convention is g(x) >= 0; zoframe's is f_j(x) <= 0
-                kwargs["constraints"] = [{"type": "ineq", "fun": lambda x: -point(x)[1]}]
+                kwargs["constraints"] = [{"type": "ineq", "fun": lambda x: -g(x)}]
             else:
-                kwargs["constraints"] = [optimize.NonlinearConstraint(lambda x: point(x)[1], -np.inf, 0.0)]
+                kwargs["constraints"] = [optimize.NonlinearConstraint(g, -np.inf, 0.0)]
         with np.errstate(all="ignore"):
-            return optimize.minimize(fun, x0, **kwargs)
+            return optimize.minimize(point, x0, **kwargs)
 
     return target
 
