@@ -144,3 +144,14 @@ def test_sparse_moving_average_without_gains_keeps_the_support() -> None:
         assert got.support is union and got.p is p
         np.testing.assert_array_equal(got.z, z)
         assert got.z_floor == (1.0 - 0.9) * pz.z_floor + 0.9 * (-1e-6 * pz.p_floor)
+
+
+def test_members_is_isin() -> None:
+    from zoframe_constrained.solvers import _members
+
+    rng = np.random.default_rng(7)
+    for n_pool in (0, 1, 2, 17, 60):
+        values = np.sort(rng.choice(500, 120, replace=False)).astype(np.intp)
+        pool = rng.choice(500, n_pool, replace=False).astype(np.intp)
+        for p in (np.sort(pool), pool):  # sorted (the active sets) and in any order
+            np.testing.assert_array_equal(_members(values, p), np.isin(values, p, assume_unique=True))

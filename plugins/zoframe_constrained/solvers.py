@@ -29,6 +29,7 @@ import math
 from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import nnls as scipy_nnls
 
 from zoframe.errors import DivergedError, IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
@@ -198,6 +199,17 @@ def _project_in_place(v: Array) -> Array:
     np.subtract(v, mean_tau, out=v)
     v[v < FLUSH] = 0.0
     return v
+
+
+def _members(values: IntArray, pool: IntArray) -> NDArray[np.bool_]:
+    """``np.isin(values, pool, assume_unique=True)`` (``values`` distinct): by binary search when ``pool`` is
+    sorted (a restoration's active set is), which is cheaper than isin's loop over ``pool``."""
+    n = int(pool.shape[0])
+    if n == 0 or (n > 1 and not bool(np.all(pool[1:] >= pool[:-1]))):
+        return np.isin(values, pool, assume_unique=True)
+    at = np.minimum(pool.searchsorted(values), n - 1)
+    found: NDArray[np.bool_] = pool.take(at) == values
+    return found
 
 
 @functools.lru_cache(maxsize=8)
@@ -824,11 +836,13 @@ class _PenaltyMinimax(SolverBase):
         if idx is None and oracle.m > RESTORE_BLOCKED_ABOVE:
             return self._restore_round_blocked(oracle, w, active, rng)
         f = _finite(oracle.constraints(w, idx, purpose="restore")[0], oracle, "in the restoration")  # R1
-        ids = np.arange(oracle.m) if idx is None else idx
         violation = max(float(f.max()), 0.0)
-        checked = int(ids.shape[0])
+        checked = oracle.m if idx is None else int(idx.shape[0])
         if violation <= self.tol:
             return w, violation, checked, active
+        if idx is None:  # all m constraints: the position of constraint j among them is j (no arange(m) needed)
+            return self._restore_rows(oracle, w, None, f, violation, checked, active, rng)
+        ids = idx
         if idx is not None and active is not None:  # the previous active set, outside the uniform sample
             extra = np.setdiff1d(active, idx, assume_unique=True)
             if extra.shape[0]:
@@ -836,18 +850,26 @@ class _PenaltyMinimax(SolverBase):
                 ids, f = np.concatenate([ids, extra]), np.concatenate([f, f_extra])
                 order = np.argsort(ids, kind="stable")
                 ids, f = ids[order], f[order]
+        return self._restore_rows(oracle, w, ids, f, violation, checked, active, rng)
+
+    def _restore_rows(
+        self, oracle: CountingOracle, w: Array, ids: IntArray | None, f: Array, violation: float, checked: int,
+        active: IntArray | None, rng: np.random.Generator,
+    ) -> tuple[Array, float, int, IntArray | None]:  # fmt: skip
+        """R2-R4 of :meth:`_restore_round`: ``f`` holds the values of the sorted constraints ``ids`` (``None``: all
+        ``m``, where the position of constraint ``j`` is ``j``)."""
         k = self.restore_batch or 16 * oracle.dim
         keep = np.zeros(0, dtype=np.intp)  # R2: positions (in ids) of the previous active set, then the band
         if active is not None and active.shape[0]:
-            keep = np.searchsorted(ids, active)[:k]
+            keep = np.searchsorted(ids, active)[:k] if ids is not None else np.asarray(active[:k], dtype=np.intp)
         band = np.flatnonzero(f > -max(self.tol, violation))
         if keep.shape[0]:
-            band = band[~np.isin(band, keep, assume_unique=True)]
+            band = band[~_members(band, keep)]
         room = k - keep.shape[0]
         if band.shape[0] > room:
             band = band[np.argpartition(-f[band], room - 1)[:room]] if room > 0 else band[:0]
         rows = np.concatenate([keep, band])
-        w_new, new_active = self._restore_step(oracle, w, ids[rows], f[rows], violation, rng)
+        w_new, new_active = self._restore_step(oracle, w, rows if ids is None else ids[rows], f[rows], violation, rng)
         return w_new, violation, checked, new_active
 
     def _restore_round_blocked(
