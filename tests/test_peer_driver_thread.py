@@ -18,7 +18,7 @@ import pytest
 import scipy
 
 import zoframe
-from zoframe.driver import RunFailedError
+from zoframe.driver import RunFailedError, build_run
 from zoframe.errors import NonFiniteValueError
 from zoframe.oracle import CountingOracle
 from zoframe.result import Result, Status
@@ -119,10 +119,17 @@ def _states(solver: Any, problem: Any, max_calls: int | None, steps: int = 5_000
     return out, None
 
 
+def _run(problem: Any, solver: Any, **kwargs: Any) -> Result:
+    """``minimize`` with the solver as given (``minimize`` itself would run the threaded peer's
+    ``unobserved_steps()`` copy: nothing reads these runs between steps)."""
+    kwargs = {"rng": 0, "record_every": 0, **kwargs}
+    return build_run(problem, solver, watched=True, **kwargs).run()
+
+
 def _outcome(problem: Any, solver: Any, **kwargs: Any) -> tuple[Result, str]:
     """The Result of a run and its error (``""`` if none); a failed run's partial Result."""
     try:
-        return zoframe.minimize(problem, solver, rng=0, record_every=0, **kwargs), ""
+        return _run(problem, solver, **kwargs), ""
     except RunFailedError as exc:
         return exc.result, f"{exc}; {type(exc.__cause__).__name__}: {exc.__cause__}"
 
@@ -169,7 +176,7 @@ def test_results_are_bit_identical(solver: str) -> None:
     for problem, budget in problems:
         # record_every=0: a trace row between the first and the last would read the oracle's counts
         # between steps, which the driver's thread path has run ahead of (the driver then keeps the thread)
-        runs = [zoframe.minimize(problem, s, rng=0, max_calls=budget, record_every=0) for s in (threaded, here)]
+        runs = [_run(problem, s, max_calls=budget) for s in (threaded, here)]
         _same_result(*runs)
         if budget == 157 and solver != "cobyqa":  # COBYQA converges at 156 points
             assert runs[0].status is Status.BUDGET and runs[0].nfev == 157
@@ -196,7 +203,7 @@ def test_errors_end_the_run_at_the_same_iteration(solver: str, nan: bool) -> Non
         caught = []
         for s in (threaded, here):
             with pytest.raises(RunFailedError) as info:
-                zoframe.minimize(_Failing(at, nan), s, rng=0, max_calls=3 * 500, record_every=0)
+                _run(_Failing(at, nan), s, max_calls=3 * 500)
             caught.append(info.value)
         a, b = caught
         assert type(a.__cause__) is type(b.__cause__) and str(a.__cause__) == str(b.__cause__)
@@ -219,17 +226,17 @@ def test_resumed_runs_replay_the_same_way(solver: str, tmp_path: object) -> None
         problems.append(BallConstrainedQuadratic(dim=3, n=2, seed=4))
     for k, problem in enumerate(problems):
         path = f"{tmp_path}/{solver}{k}"
-        part = zoframe.minimize(problem, threaded, rng=5, max_iter=3, checkpoint=path, record_every=0)
+        part = _run(problem, threaded, rng=5, max_iter=3, checkpoint=path)
         assert part.status is Status.MAX_ITER
-        runs = [zoframe.minimize(problem, s, max_calls=10**5, resume=path, record_every=0) for s in (threaded, here)]
+        runs = [_run(problem, s, rng=None, max_calls=10**5, resume=path) for s in (threaded, here)]
         _same_result(*runs)
         assert runs[0].status is Status.CONVERGED
-        straight = zoframe.minimize(problem, threaded, rng=5, max_calls=10**5, record_every=0)
+        straight = _run(problem, threaded, rng=5, max_calls=10**5)
         assert np.array_equal(straight.x, runs[1].x) and straight.nfev == runs[1].nfev
         # the states after the resume, step by step: the replayed points are not counted in a chunk
         oracle_states = []
         for s in (threaded, here):
-            built = zoframe.driver.build_run(problem, s, max_calls=10**5, resume=path, record_every=0)
+            built = build_run(problem, s, max_calls=10**5, resume=path, record_every=0, watched=True)
             loop, seen = built.loop, []
             while loop.stop is None:
                 loop.stop = loop.step()
@@ -240,11 +247,20 @@ def test_resumed_runs_replay_the_same_way(solver: str, tmp_path: object) -> None
             _same_state(x, y)
 
 
-def test_no_thread_in_the_driver_thread_path() -> None:
-    before = {t.ident for t in threading.enumerate()}
-    res = zoframe.minimize(_Rosenbrock(4), NelderMead().unobserved_steps(), rng=0, max_calls=300, record_every=0)
-    assert res.status is Status.BUDGET and res.nfev == 300
-    assert not [t for t in threading.enumerate() if t.name == "zoframe-peer" and t.ident not in before]
+def _peer_threads() -> set[int | None]:
+    return {t.ident for t in threading.enumerate() if t.name == "zoframe-peer"}
+
+
+@pytest.mark.parametrize("solver", sorted(SCIPY))
+def test_minimize_runs_an_unobserved_peer_in_the_driver_thread(solver: str) -> None:
+    problem = _Rosenbrock(4) if solver not in CONSTRAINED else BallConstrainedQuadratic(dim=3, n=2, seed=4)
+    before = _peer_threads()
+    res = zoframe.minimize(problem, solver, rng=0, max_calls=300, record_every=0)
+    assert not _peer_threads() - before  # no helper thread was started
+    _same_result(res, _run(problem, SCIPY[solver](), max_calls=300))  # the threaded run, as given
+    # anything that reads the run between steps keeps the thread, with the same results where comparable
+    watched = zoframe.minimize(problem, solver, rng=0, max_calls=300, record_every=0, callback=lambda info: None)
+    _same_result(res, watched)
 
 
 def test_the_flag_is_no_parameter() -> None:
