@@ -9,10 +9,13 @@ zoframe's bridge alone:
 
 * the counting oracle: one ``CountingOracle.evaluate_full`` per point of a scipy peer (budget, counts,
   input and result checks, non-finite policy, the row's mean), a batch per CMA-ES generation;
-* the peer's session: replay log, best point, the clip into simple bounds;
-* the thread handoff of the scipy peers every ``points_per_step`` points (default ``10 (d + 1)``),
-  and the driver loop between chunks;
-* each run's fixed cost (building the run, the peer's thread, the BLAS thread limit, the result).
+* the peer's bookkeeping: the repeated-point test, the clip into simple bounds, best point, replay log;
+* the driver loop: one step per ``points_per_step`` points (default ``10 (d + 1)``). These runs
+  record no trace rows between the first and the last and have no callback, checkpoint, ``max_iter``
+  or ``max_time``, so ``zoframe.minimize`` runs the scipy peers in the driver's thread (their
+  ``unobserved_steps()`` copy): no worker thread, no handoffs;
+* each run's fixed cost (building the run, the first and last trace records, the BLAS thread limit,
+  the result).
 
 Cases (problem, peer, points):
 
@@ -24,8 +27,7 @@ Cases (problem, peer, points):
 * the same with n = 5000 components (a costlier function, about 80 microseconds per point).
 
 ``overhead_us_per_point`` is the difference of the medians per peer point. On a busy machine the
-thread handoffs (each waits for the other thread to be scheduled) move the ratio of the cheap cases
-most: run it twice and compare.
+ratio of the cheap cases moves most (a few hundredths between runs): run it twice and compare.
 
 Each case runs direct and through zoframe alternately, ``--repeats`` times, side by side in one
 process; the JSON line gives each case's median times and the median of the per-repeat ratios.

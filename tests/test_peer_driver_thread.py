@@ -256,7 +256,7 @@ def test_minimize_runs_an_unobserved_peer_in_the_driver_thread(solver: str) -> N
     problem = _Rosenbrock(4) if solver not in CONSTRAINED else BallConstrainedQuadratic(dim=3, n=2, seed=4)
     before = _peer_threads()
     res = zoframe.minimize(problem, solver, rng=0, max_calls=300, record_every=0)
-    assert not _peer_threads() - before  # no helper thread was started
+    assert not _peer_threads() - before  # no worker thread was started
     _same_result(res, _run(problem, SCIPY[solver](), max_calls=300))  # the threaded run, as given
     # anything that reads the run between steps keeps the thread, with the same results where comparable
     watched = zoframe.minimize(problem, solver, rng=0, max_calls=300, record_every=0, callback=lambda info: None)

@@ -16,7 +16,7 @@ unused).
 
 Stepping: pycma and nevergrad have an ask-and-tell interface, so one ``step`` is one CMA-ES
 generation (``popsize`` points, evaluated as one batch) or ``points_per_step`` nevergrad points.
-scipy's minimisers own their loop; they run in a helper thread that hands control back to the driver
+scipy's minimisers own their loop; they run in a worker thread that hands control back to the driver
 every ``points_per_step`` points (default ``10 (d + 1)``; one handoff at a time: the run stays
 deterministic), so the driver records the trace, calls the callback and applies ``max_iter`` /
 ``max_time`` between chunks. When nothing reads the run between two steps, the driver may ask for
@@ -475,7 +475,7 @@ class _ThreadBridge:
 
 
 class _ScipySession(_Session):
-    """One scipy run: in a helper thread paused every ``chunk`` calls (:class:`_ThreadBridge`), or,
+    """One scipy run: in a worker thread paused every ``chunk`` calls (:class:`_ThreadBridge`), or,
     when the driver has nothing to do between steps (``in_driver_thread``), in the driver's thread.
 
     In the driver's thread the whole scipy run happens in the first step, with the same calls
