@@ -153,7 +153,7 @@ def test_sampled_batches_are_valid_read_only_and_trusted_only_where_they_fit() -
     assert o.objective(np.zeros(4), idx).shape == (1, 5) and o.calls == 5
     big = np.array([7], dtype=np.intp)
     big.setflags(write=False)
-    o._trusted[id(big)] = (big, 8)  # drawn from 8 components: not valid for the 6 constraints
+    o._drawn_components = big  # the last batch drawn from the 8 components: not valid for the 6 constraints
     with pytest.raises(ShapeError, match="index out of range: got 7"):
         o.constraints(np.zeros(4), big)
     with pytest.raises(zoframe.InvalidInputError, match="cannot draw 9 distinct"):
@@ -362,7 +362,6 @@ def test_objective_owned_trusts_only_a_batch_drawn_from_the_components() -> None
     assert o.objective_owned(np.zeros((2, 4)), drawn).shape == (2, 3)
     bad = np.array([7], dtype=np.intp)
     bad.setflags(write=False)
-    o._trusted[id(bad)] = (bad, 8)
     o._drawn_components = bad  # the last batch drawn from the 8 components: not valid for the 6 constraints
     assert o.objective_owned(np.zeros((2, 4)), bad).shape == (2, 1)
     with pytest.raises(ShapeError, match="index out of range: got 7"):

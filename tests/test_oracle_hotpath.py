@@ -70,27 +70,29 @@ def test_budget_is_exact_on_the_owned_path() -> None:
     assert o.calls == 20 and o.snapshot()["calls_by_kind"] == {"objective": 18, "constraint": 2}
 
 
-def test_batches_from_either_population_and_older_ones_are_trusted_where_they_fit() -> None:
-    """The batch the user function gets is the very array sample() returned: the last one of each
-    population, and older ones (at least 32 back); a batch of the components (n = 8) handed to the
-    constraints (m = 6) is checked, and a copy of a batch is never trusted."""
-    prob = Watch()
-    o = CountingOracle(prob)
+def test_the_last_batch_of_each_population_is_trusted_where_it_fits_and_older_ones_are_checked() -> None:
+    """The batch the user function gets is the very array sample() returned while it is the last one
+    drawn from its population; an older batch, a copy, or a batch of the components (n = 8) handed to
+    the constraints (m = 6) is checked, and gives the same values and counts."""
+    prob, ref_prob = Watch(), Watch()
+    o, ref = CountingOracle(prob), CountingOracle(ref_prob)
     rng = np.random.default_rng(1)
     comp = o.sample(3, rng)
     cons = o.sample(4, rng, population="constraints")
-    o.objective_owned(np.zeros((2, 4)), comp)
-    o.constraints_owned(np.zeros((2, 4)), cons)
-    o.constraints(np.zeros((2, 4)), cons)
-    o.objective_owned(np.zeros((1, 4)), cons)  # drawn from 6 <= 8 components: valid, trusted
+    pts = np.random.default_rng(2).standard_normal((2, 4))
+    got = [o.objective_owned(pts.copy(), comp), o.constraints_owned(pts.copy(), cons), o.constraints(pts, cons),
+           o.objective_owned(pts.copy(), cons)]  # drawn from 6 <= 8 components: valid, trusted
     assert all(seen is want for seen, want in zip(prob.ids, [comp, cons, cons, cons]))
-    older = [o.sample(2, rng) for _ in range(32)]
-    o.objective_owned(np.zeros((1, 4)), older[0])
-    o.objective(np.zeros((1, 4)), older[0])
-    assert prob.ids[-2] is older[0] and prob.ids[-1] is older[0]
-    copy = comp.copy()
-    o.objective_owned(np.zeros((1, 4)), copy)
+    newer = o.sample(2, rng)
+    got += [o.objective_owned(pts.copy(), comp), o.objective(pts, comp), o.objective_owned(pts.copy(), newer)]
+    assert prob.ids[-3] is not comp and prob.ids[-2] is not comp and prob.ids[-1] is newer  # comp: checked, copied
+    assert np.array_equal(prob.ids[-3], comp) and not prob.ids[-3].flags.writeable
+    copy = newer.copy()
+    got.append(o.objective_owned(pts.copy(), copy))
     assert prob.ids[-1] is not copy and np.array_equal(prob.ids[-1], copy)
+    calls = [("o", comp), ("c", cons), ("c", cons), ("o", cons), ("o", comp), ("o", comp), ("o", newer), ("o", copy)]
+    want = [ref.objective(pts, np.array(i)) if f == "o" else ref.constraints(pts, np.array(i)) for f, i in calls]
+    assert all(np.array_equal(a, b) for a, b in zip(got, want)) and o.snapshot() == ref.snapshot()
     big = None
     while big is None:  # a batch of the components holding an index past the constraints
         drawn = o.sample(8, rng)

@@ -184,8 +184,6 @@ _CONSTRAINT = _Family("constraint", "constraint", "constraints", ("constraint", 
 
 #: no batch drawn yet (a value no index argument can be)
 _NOT_DRAWN = object()
-#: sample() keeps at least this many of its latest batches trusted (at most twice as many)
-_TRUSTED_BATCHES = 32
 
 
 def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -> Array:
@@ -395,11 +393,10 @@ class CountingOracle:
         self._names: dict[tuple[str, str], str] = {}
         self._one_shape = (self.dim,)
         self._row_shape = (1, self.dim)
-        # the batches sample() has drawn lately (at least the last _TRUSTED_BATCHES), by id, with the size
-        # of their population; and the very last one drawn from each population (trusted by identity)
-        self._trusted: dict[int, tuple[IntArray, int]] = {}
-        self._drawn_components: object = _NOT_DRAWN
-        self._drawn_constraints: object = _NOT_DRAWN
+        # the last batch sample() has drawn from each population: read-only and valid, trusted by identity
+        # (holding no more batches than the solver does: older ones are checked like any indices)
+        self._drawn_components: Any = _NOT_DRAWN  # an IntArray once drawn
+        self._drawn_constraints: Any = _NOT_DRAWN
         self.monitor = MonitorOracle(self)
 
     @property
@@ -682,7 +679,9 @@ class CountingOracle:
         """Draw a mini-batch of indices (``rng.choice``), uniformly, from the components or constraints.
 
         The batch is read-only and known to be valid, so passing it back to the oracle skips the
-        index checks (the fast path of every stochastic solver). Drawing is not an evaluation.
+        index checks (the fast path of every stochastic solver) while it is the last batch drawn from
+        its population; an older one is checked (and copied) as any indices are, with the same values.
+        Drawing is not an evaluation.
         """
         components = population == "components"
         if components:
@@ -703,10 +702,6 @@ class CountingOracle:
             self._drawn_components = ids
         else:
             self._drawn_constraints = ids
-        trusted = self._trusted
-        trusted[id(ids)] = (ids, total)  # holding a reference keeps id(ids) unique
-        if len(trusted) >= 2 * _TRUSTED_BATCHES:  # keep the latest ones
-            self._trusted = dict(itertools.islice(trusted.items(), _TRUSTED_BATCHES, None))
         return ids
 
     def linear_constraints(self) -> tuple[Array, Array]:
@@ -765,9 +760,9 @@ class CountingOracle:
                 if size <= _CACHED_RANGE:  # a larger range is built per call, not held for the run
                     self._all[size] = full
             return full
-        drawn = self._trusted.get(id(idx))
-        if drawn is not None and drawn[0] is idx and drawn[1] <= size:
-            trusted: IntArray = drawn[0]  # drawn by sample() from range(drawn[1]): read-only and valid here
+        # the last batch sample() drew from a population no larger than size: read-only and valid here
+        if (idx is self._drawn_components and self.n <= size) or (idx is self._drawn_constraints and self.m <= size):
+            trusted: IntArray = idx
             return trusted
         ids = np.asarray(idx)
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or ids.size == 0:
