@@ -545,17 +545,17 @@ def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
         z[h.idx] += b * h.gain
         return _pz(pz.p, z, None, 0.0, 0.0, pz.m)
     positive = h.gain > 0.0
-    if not np.count_nonzero(positive):  # no entry leaves the floor block: the support stays (the merge would keep it)
-        z = (1.0 - b) * pz.z + b * (-h.lam * pz.p)
-        z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
-        return _pz(pz.p, z, pz.support, pz.p_floor, z_floor, pz.m)
-    idx = h.idx[positive]
-    order = idx.argsort()
-    gained, gain = idx[order], h.gain[positive][order]
-    # entries leaving the floor block start from the floor values
-    support, (p, z), where = _merge_at(pz.support, gained, (pz.p, pz.p_floor), (pz.z, pz.z_floor))
+    support, p, z = pz.support, pz.p, pz.z
+    where: IntArray | None = None
+    if np.count_nonzero(positive):  # else no entry leaves the floor block: the support stays
+        idx = h.idx[positive]
+        order = idx.argsort()
+        gained, gain = idx[order], h.gain[positive][order]
+        # entries leaving the floor block start from the floor values
+        support, (p, z), where = _merge_at(support, gained, (p, pz.p_floor), (z, pz.z_floor))
     z = (1.0 - b) * z + b * (-h.lam * p)
-    z[where] += b * gain
+    if where is not None:
+        z[where] += b * gain
     z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
     return _pz(p, z, support, pz.p_floor, z_floor, pz.m)
 

@@ -843,7 +843,7 @@ class _PenaltyMinimax(SolverBase):
         if idx is None:  # all m constraints: the position of constraint j among them is j (no arange(m) needed)
             return self._restore_rows(oracle, w, None, f, violation, checked, active, rng)
         ids = idx
-        if idx is not None and active is not None:  # the previous active set, outside the uniform sample
+        if active is not None:  # the previous active set, outside the uniform sample
             extra = np.setdiff1d(active, idx, assume_unique=True)
             if extra.shape[0]:
                 f_extra = _finite(oracle.constraints(w, extra, purpose="restore")[0], oracle, "in the restoration")
