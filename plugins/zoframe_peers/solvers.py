@@ -564,18 +564,8 @@ class _ScipySession(_Session):
                 f, g = _evaluate_one(self.oracle, xp)
             else:
                 f, g = full(xp, purpose=_PURPOSE)  # f is a float: evaluate_full's contract
-            if g is None:
-                # best.observe_one(xp, f, 0.0) written out: violation class 0 (feas_tol >= 0)
-                best = self.best
-                best.points += 1
-                fk = math.inf if f != f else f
-                kv, kf = best._key
-                if 0.0 < kv or (kv == 0.0 and fk < kf):
-                    best._key, best.x, best.fun, best.violation = (0.0, fk), xp.copy(), f, 0.0
-                self._fs.append(f)
-            else:
-                self.best.observe_one(xp, f, max(float(g.max()), 0.0))
-                self._append_one(f, g)
+            self.best.observe_one(xp, f, 0.0 if g is None else max(float(g.max()), 0.0))
+            self._append_one(f, g)
         self._last = (key, f, g)
         self._g = g
         return f
