@@ -27,12 +27,13 @@ Cases (problem, peer, points):
 * the same with n = 5000 components (a costlier function, about 80 microseconds per point).
 
 ``overhead_us_per_point`` is the difference of the medians per peer point. On a busy machine the
-ratio of the cheap cases moves most (a few hundredths between runs): run it twice and compare.
+ratio of the cheap cases moves most (with 7 repeats, up to five hundredths between runs on an
+idle machine; the default 21 repeats keep it within about one hundredth): run it twice and compare.
 
 Each case runs direct and through zoframe alternately, ``--repeats`` times, side by side in one
 process; the JSON line gives each case's median times and the median of the per-repeat ratios.
 
-    python benchmarks/peer_overhead.py [--repeats 7]
+    python benchmarks/peer_overhead.py [--repeats 21]
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _through_zoframe(problem: Any, solver: str, points: int, **params: Any) -> t
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--repeats", type=int, default=21)
     args = ap.parse_args()
     qp = RandomQP(dim=10, m=20, seed=0)
     ls = LeastSquares(dim=10, n=200, seed=0)
