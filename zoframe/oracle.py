@@ -147,9 +147,9 @@ def _refcount_of_temporary(a: object) -> int:
     return sys.getrefcount(a)
 
 
-def _refcount_of_local() -> int:
+def _refcount_of_passed_local() -> int:
     held = np.empty(1)
-    return sys.getrefcount(held)
+    return _refcount_of_temporary(held)
 
 
 _HAS_REFCOUNT = hasattr(sys, "getrefcount")
@@ -157,8 +157,9 @@ _HAS_REFCOUNT = hasattr(sys, "getrefcount")
 # returned by a user function and passed to as_values() with no more references than this is
 # owned by nobody else, so it can be kept without a copy
 _FRESH_REFS = _refcount_of_temporary(np.empty(1)) if _HAS_REFCOUNT else -1
-# the same for an array held by one local variable of the function that counts its references
-_LOCAL_REFS = _refcount_of_local() if _HAS_REFCOUNT else -1
+# the same for an array held by one local variable of a function that passes it on to another,
+# which counts its references (the user function's result handed to _result)
+_PASSED_REFS = _refcount_of_passed_local() if _HAS_REFCOUNT else -1
 _refcount: Callable[[Any], int] = getattr(sys, "getrefcount", lambda a: 1 << 30)  # no count: never fresh
 
 
@@ -204,6 +205,19 @@ def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -
     variable of the caller counts as referenced elsewhere and is copied.
     """
     return _values(raw, k, b, what, per_point, _FRESH_REFS > 0 and sys.getrefcount(raw) <= _FRESH_REFS)
+
+
+def _result(raw: Any, k: int, b: int, oracle: CountingOracle, fn: Callable[..., Any], kind: str) -> Array:
+    """The ``(k, b)`` values of one call of the user function ``fn``, its result ``raw`` held by one
+    local variable of the caller: :func:`as_values`, with the common case first (a fresh float64 array
+    of the right shape that nobody else holds is kept as it is)."""
+    fresh = _refcount(raw) <= _PASSED_REFS
+    if type(raw) is _NDARRAY and raw.dtype is _FLOAT64 and fresh and raw.shape == (k, b):
+        flags = raw.flags
+        if flags.owndata and flags.writeable:
+            kept: Array = raw
+            return kept
+    return _values(raw, k, b, oracle._function_name(fn, kind), False, fresh)
 
 
 def _values(raw: Any, k: int, b: int, what: str, per_point: bool, fresh: bool) -> Array:
@@ -516,18 +530,7 @@ class CountingOracle:
             raw = fn(pts, ids)
         finally:
             self.seconds += _clock() - t0
-        # _evaluate's one-block case written out for this hot path (one call layer less): keep them alike
-        if (
-            type(raw) is _NDARRAY
-            and raw.dtype is _FLOAT64
-            and _refcount(raw) <= _LOCAL_REFS
-            and raw.shape == (k, b)
-            and (out_flags := raw.flags).owndata
-            and out_flags.writeable
-        ):
-            out: Array = raw  # a fresh float64 array of the right shape nobody else holds: as_values keeps it too
-        else:
-            out = _values(raw, k, b, self._function_name(fn, family.kind), False, _refcount(raw) <= _LOCAL_REFS)
+        out = _result(raw, k, b, self, fn, family.kind)
         # NaN or inf make the sum of squares non-finite; a finite overflow is told apart by the exact check
         flat = out.ravel()
         if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
@@ -580,17 +583,7 @@ class CountingOracle:
             raw = fn(pts, ids)
         finally:
             self.seconds += _clock() - t0
-        if (
-            type(raw) is _NDARRAY
-            and raw.dtype is _FLOAT64
-            and _refcount(raw) <= _LOCAL_REFS
-            and raw.shape == (1, n)
-            and (out_flags := raw.flags).owndata
-            and out_flags.writeable
-        ):
-            out: Array = raw  # fresh, nobody else holds it: as_values keeps it too
-        else:
-            out = _values(raw, 1, n, self._function_name(fn, "objective"), False, _refcount(raw) <= _LOCAL_REFS)
+        out = _result(raw, 1, n, self, fn, "objective")
         if n == 1:  # the value itself (a mean over one value would turn -0.0 into 0.0)
             f = float(out[0, 0])
             if not math.isfinite(f):
@@ -828,17 +821,7 @@ class CountingOracle:
                 raw = fn(*arrays, ids)
             finally:
                 self.seconds += _clock() - t0
-            if (
-                type(raw) is _NDARRAY
-                and raw.dtype is _FLOAT64
-                and _refcount(raw) <= _LOCAL_REFS
-                and raw.shape == (k, b)
-                and (out_flags := raw.flags).owndata
-                and out_flags.writeable
-            ):
-                out: Array = raw  # a fresh float64 array of the right shape nobody else holds: as_values keeps it too
-            else:
-                out = _values(raw, k, b, self._function_name(fn, kind), False, _refcount(raw) <= _LOCAL_REFS)
+            out = _result(raw, k, b, self, fn, kind)
         else:
             t0 = _clock()
             try:
