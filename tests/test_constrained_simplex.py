@@ -269,18 +269,24 @@ def _pz_reference(pz, h, eta: float, a: float, b: float):  # type: ignore[no-unt
     return PZ(p, z, support, p_floor, z_floor, pz.m)
 
 
+def _random_floor_support(rng: np.random.Generator) -> tuple[int, np.ndarray, np.ndarray, float]:
+    """A random floor + support distribution: ``(m, S, p_S, floor)``, normalised to total mass 1."""
+    m = int(rng.integers(2, 3000))
+    k = int(rng.integers(0, min(m, 80) + 1))
+    support = np.sort(rng.choice(m, size=k, replace=False)).astype(np.intp)
+    values = rng.exponential(size=k)
+    floor = float(rng.choice([0.0, rng.uniform(0.0, 1e-3)])) if k else float(rng.uniform(1e-6, 1e-3))
+    total = values.sum() + floor * (m - k)
+    return m, support, values / total, floor / total
+
+
 def test_adszog_sparse_kernels_equal_the_plain_expressions_bit_for_bit() -> None:
     from zoframe_constrained.simplex import PZ, pz_average, pz_ema, pz_project
 
     rng = np.random.default_rng(13)
     for _ in range(300):
-        m = int(rng.integers(2, 3000))
-        k = int(rng.integers(0, min(m, 80) + 1))
-        support = np.sort(rng.choice(m, size=k, replace=False)).astype(np.intp)
-        p = rng.exponential(size=k)
-        p_floor = float(rng.choice([0.0, rng.uniform(0.0, 1e-3)])) if k else float(rng.uniform(1e-6, 1e-3))
-        total = p.sum() + p_floor * (m - k)
-        pz = PZ(p / total, rng.standard_normal(k) * 1e-3, support, p_floor / total, float(rng.normal() * 1e-6), m)
+        m, support, p, p_floor = _random_floor_support(rng)
+        pz = PZ(p, rng.standard_normal(support.shape[0]) * 1e-3, support, p_floor, float(rng.normal() * 1e-6), m)
         M3 = rng.choice(m, size=min(m, 20), replace=False).astype(np.intp)
         gain = np.where(rng.random(M3.shape[0]) < 0.5, 0.0, rng.exponential(size=M3.shape[0]))
         h = Ascent(idx=M3, gain=gain, lam=1e-6)
@@ -316,13 +322,7 @@ def _ascent_sparse_reference(support, values, floor, m, eta, h):  # type: ignore
 def test_sparse_ascent_equals_the_plain_expressions_bit_for_bit() -> None:
     rng = np.random.default_rng(14)
     for _ in range(300):
-        m = int(rng.integers(2, 3000))
-        k = int(rng.integers(0, min(m, 80) + 1))
-        support = np.sort(rng.choice(m, size=k, replace=False)).astype(np.intp)
-        values = rng.exponential(size=k)
-        floor = float(rng.choice([0.0, rng.uniform(0.0, 1e-3)])) if k else float(rng.uniform(1e-6, 1e-3))
-        total = values.sum() + floor * (m - k)
-        values, floor = values / total, floor / total
+        m, support, values, floor = _random_floor_support(rng)
         M3 = rng.choice(m, size=min(m, int(rng.integers(1, 40))), replace=bool(rng.random() < 0.3)).astype(np.intp)
         h = Ascent(idx=M3, gain=np.where(rng.random(M3.shape[0]) < 0.5, 0.0, rng.exponential(size=M3.shape[0])), lam=1e-6)
         eta = float(rng.uniform(1e-3, 1.0))
