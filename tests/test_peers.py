@@ -337,3 +337,31 @@ def test_fd_gradient_points_are_one_batch_per_gradient() -> None:
     assert res.success, res.message
     assert 5 in calls and set(calls) <= {1, 5}
     assert np.allclose(res.x, np.arange(5.0), atol=1e-5)
+
+
+def test_the_difference_peers_run_in_the_bench_lab(tmp_path: Any) -> None:
+    """``zoframe bench`` takes the new peers by name, on finite-sum and constrained instances alike."""
+    from zoframe_bench import run
+    from zoframe_bench.store import BenchStore
+
+    run("smoke", ["slsqp-fd", "trust-constr-fd"], seeds=1, budget=400, out=tmp_path, progress=False)
+    md = (tmp_path / "summary.md").read_text()
+    assert "| slsqp-fd |" in md and "| trust-constr-fd |" in md
+    with BenchStore(tmp_path / "bench.sqlite") as db:
+        rows = [r for r in db.rows() if r.ran]
+    assert {r.task.solver for r in rows} == {"slsqp-fd", "trust-constr-fd"}
+    assert {r.kind for r in rows} >= {"finite_sum", "constrained"}
+    assert all(r.status != "FAILED" for r in rows), [(r.task.solver, r.status) for r in rows]
+
+
+def test_a_finished_nevergrad_run_leaves_no_thread() -> None:
+    """After an ng-cobyla run ends (its budget), neither the peer's driving thread nor nevergrad's
+    recast optimiser's thread is left running."""
+    pytest.importorskip("nevergrad")
+    before = set(threading.enumerate())
+    res = zoframe.minimize(rosenbrock(3), "ng-cobyla", rng=0, max_calls=300)
+    assert res.status is Status.BUDGET
+    gc.collect()
+    for t in set(threading.enumerate()) - before:
+        t.join(timeout=10)
+        assert not t.is_alive(), t.name

@@ -46,7 +46,13 @@ import weakref
 import numpy as np
 
 from zoframe._optional import require
-from zoframe.errors import BudgetExhausted, IncompatibleProblemError, InvalidParameterError, ZoframeError
+from zoframe.errors import (
+    BudgetExhausted,
+    IncompatibleProblemError,
+    InvalidParameterError,
+    NonFiniteValueError,
+    ZoframeError,
+)
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array
 from zoframe.result import Status
@@ -350,15 +356,37 @@ class _PeerCapReached(Exception):
     """The peer's own ``maxfev`` is used up (the run ends with status ``BUDGET``)."""
 
 
+class _PeerDiverged(Exception):
+    """The peer asked for a point with non-finite coordinates (the run ends with status ``DIVERGED``)."""
+
+
+def _check_point(X: Array, exc: BaseException) -> None:
+    """Raise :class:`_PeerDiverged` if ``X`` has a non-finite coordinate (the cause of ``exc``)."""
+    if not bool(np.isfinite(X).all()):
+        raise _PeerDiverged(
+            "the peer diverged: it asked for a point with non-finite coordinates (the objective may be "
+            "unbounded below; give bounds or constraints that keep it bounded)"
+        ) from exc
+
+
 def _vet(session: _Session, message: str, status: Status) -> tuple[str, Status]:
     """The status a peer's run really ends with: its own "converged" is never taken on its word.
 
-    A ``CONVERGED`` claim becomes ``DIVERGED`` when any point of the run had a non-finite objective or
-    constraint value (with ``nonfinite="inf"`` the peer saw ``+inf``: its models and tests are void)
-    or when the best point ran away (a coordinate beyond ``1e15 max(1, |x0|_inf)``, or ``|f|`` beyond
-    ``1e100``: the objective is likely unbounded below), and ``FAILED`` when the best point is
-    infeasible (violation above ``feas_tol``). Other statuses are kept.
+    A best point that ran away (a coordinate beyond ``1e15 max(1, |x0|_inf)``, or ``|f|`` beyond
+    ``1e100``: the objective is likely unbounded below) makes any ending ``DIVERGED``, a budget stop
+    included. A ``CONVERGED`` claim also becomes ``DIVERGED`` when any point of the run had a
+    non-finite objective or constraint value (with ``nonfinite="inf"`` the peer saw ``+inf``: its
+    models and tests are void), and ``FAILED`` when the best point is infeasible (violation above
+    ``feas_tol``). Other statuses are kept.
     """
+    if status in (Status.DIVERGED, Status.FAILED):
+        return message, status
+    best = session.best
+    size = float(np.abs(best.x).max(initial=0.0))
+    limit = _X_GROWTH * max(1.0, float(np.abs(session.x0).max(initial=0.0)))
+    if best.points and not (size <= limit and abs(best.fun) <= _F_LIMIT):
+        return (f"{message}; but the best point ran away (|x|_inf = {size:.3g}, f = {best.fun:.3g}): the objective "
+                "may be unbounded below; give bounds or constraints that keep it bounded", Status.DIVERGED)
     if status is not Status.CONVERGED:
         return message, status
     log = session.log()
@@ -367,12 +395,6 @@ def _vet(session: _Session, message: str, status: Status) -> tuple[str, Status]:
         bad = int((~finite).any(axis=1).sum())
         return (f"{message}; but {bad} of {log.shape[0]} points had non-finite values: the peer's own test "
                 "is no certificate", Status.DIVERGED)
-    best = session.best
-    size = float(np.abs(best.x).max(initial=0.0))
-    limit = _X_GROWTH * max(1.0, float(np.abs(session.x0).max(initial=0.0)))
-    if not (size <= limit and abs(best.fun) <= _F_LIMIT):
-        return (f"{message}; but the best point ran away (|x|_inf = {size:.3g}, f = {best.fun:.3g}): the objective "
-                "may be unbounded below; give bounds or constraints that keep it bounded", Status.DIVERGED)
     if best.violation > best.tol:
         return (f"{message}; but the best point is infeasible (max violation {best.violation:.3g} > "
                 f"feas_tol={best.tol:g})", Status.FAILED)
@@ -662,10 +684,14 @@ class _ScipySession(_Session):
             if cap is not None and self._count + len(self._fs) >= cap:
                 raise _PeerCapReached(cap)
             full = self._full
-            if full is None:
-                f, g = _evaluate_one(self.oracle, xp)
-            else:
-                f, g = full(xp, purpose=_PURPOSE)  # f is a float: evaluate_full's contract
+            try:
+                if full is None:
+                    f, g = _evaluate_one(self.oracle, xp)
+                else:
+                    f, g = full(xp, purpose=_PURPOSE)  # f is a float: evaluate_full's contract
+            except NonFiniteValueError as exc:
+                _check_point(xp, exc)
+                raise
             self.best.observe_one(xp, f, 0.0 if g is None else max(float(g.max()), 0.0))
             self._append_one(f, g)
         self._last = (key, f, g)
@@ -710,7 +736,11 @@ class _ScipySession(_Session):
             fit = want if cap is None else min(want, max(0, cap - self.logged()))
             fit = affordable(self.oracle, fit)
             if fit:
-                F, V, G = evaluate_points(self.oracle, rest[:fit])
+                try:
+                    F, V, G = evaluate_points(self.oracle, rest[:fit])
+                except NonFiniteValueError as exc:
+                    _check_point(rest[:fit], exc)
+                    raise
                 self.best.observe(rest[:fit], F, V)
                 self._append(F[:, None] if G is None else np.column_stack([F, G]))
                 Fs.append(F)
@@ -765,6 +795,8 @@ class _ScipySession(_Session):
             self.budget(oracle)
         elif isinstance(error, _PeerCapReached):
             self.capped()
+        elif isinstance(error, _PeerDiverged):
+            self.finish(str(error), Status.DIVERGED)
         elif error is not None:
             self.finish(f"the peer failed: {error}", Status.FAILED)
             raise error
