@@ -26,6 +26,12 @@ handoffs, and the steps show the same states as the threaded run (see :class:`_S
 The state's ``x`` is always the peer's best point so far (feasible points first: violation at most
 ``feas_tol``, then the lowest ``f``), so the ``Result`` reports the best point found even when the
 budget ends in the middle of the peer's run.
+
+``slsqp-fd`` and ``trust-constr-fd`` run scipy's gradient methods on forward differences: the ``d``
+points of one difference gradient are one batch (one objective call, one constraint call), counted
+as ``d`` peer points. Every peer starts from ``x0`` projected onto the bounds, holds its ``maxfev``
+exactly, and ends with an honest status: budget stops are ``BUDGET`` whatever the library calls
+them, and a library's "converged" is vetted (:func:`_vet`) before it stands as ``CONVERGED``.
 """
 
 from __future__ import annotations
