@@ -1099,11 +1099,16 @@ def _fd_minimize(
             X = _forward_steps(xc, rel_step, bounds)
             F, G = batch(X)
             dx = np.diagonal(X - xc).copy()  # the steps actually taken (rounding, clipping)
-            safe = np.where(dx == 0.0, 1.0, dx)
-            grad = np.where(dx == 0.0, 0.0, (F - f0) / safe)
+            fixed = dx == 0.0  # a variable fixed by its bounds: no step, derivative 0
+            safe = np.where(fixed, 1.0, dx)
+            grad = np.where(fixed, 0.0, (F - f0) / safe)
             jac = None
             if G is not None and g0 is not None:
-                jac = np.where(dx[None, :] == 0.0, 0.0, (G - g0[None, :]).T / safe[None, :])
+                # G (d, m) is the batch's own array: the differences in place, no (d, m) temporaries
+                G -= g0[None, :]
+                G /= safe[:, None]
+                G[fixed] = 0.0
+                jac = G.T  # (m, d)
             memo.clear()
             memo[key] = (grad, jac)
             return grad, jac
