@@ -18,7 +18,7 @@ from zoframe.sets import Ball
 from zoframe_bench.suites import BallConstrainedQuadratic, rosenbrock
 from zoframe_peers.solvers import point_cost
 
-ALL = ["cobyla", "cobyqa", "nelder-mead", "powell", "cma-es", "ngopt", "ng-cobyla"]
+ALL = ["cobyla", "cobyqa", "nelder-mead", "powell", "slsqp-fd", "trust-constr-fd", "cma-es", "ngopt", "ng-cobyla"]
 
 
 class _Rosenbrock:
@@ -35,7 +35,7 @@ class _Rosenbrock:
     def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
         v = np.sum((1.0 - X[:, :-1]) ** 2 + 100.0 * (X[:, 1:] - X[:, :-1] ** 2) ** 2, axis=1)
         return np.repeat(v[:, None], len(idx), axis=1)
-CONSTRAINED = ["cobyla", "cobyqa", "cma-es", "ng-cobyla"]
+CONSTRAINED = ["cobyla", "cobyqa", "slsqp-fd", "trust-constr-fd", "cma-es", "ng-cobyla"]
 
 
 class _Logged:
@@ -75,7 +75,7 @@ def test_constrained_peer_respects_max_calls_exactly_and_counts_by_kind(solver: 
         assert budget - res.nfev < 4  # it stopped only because a whole point no longer fitted
 
 
-@pytest.mark.parametrize("solver", ["nelder-mead", "powell", "cobyla", "cma-es"])
+@pytest.mark.parametrize("solver", ["nelder-mead", "powell", "cobyla", "cma-es", "slsqp-fd", "trust-constr-fd"])
 def test_finite_sum_peer_stops_exactly_at_max_calls(solver: str) -> None:
     prob = _Rosenbrock(4)
     res = zoframe.minimize(prob, solver, rng=0, max_calls=157)
