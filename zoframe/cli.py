@@ -105,9 +105,8 @@ def _print_feasible_snapshot(problem: Any, outputs: Mapping[str, Any]) -> None:
 def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     from zoframe.driver import minimize
 
-    pspec = reg.problem(args.problem)
     pkw = problem_arguments(reg, args.problem, args.problem_arg)
-    problem = _build_problem(args.problem, pspec.factory, pkw)
+    problem = build_problem(reg, args.problem, pkw)
     params = dict(_kv(args.param))
     extra: dict[str, Any] = {}
     est_items = _pairs(getattr(args, "estimator_param", None))
@@ -190,7 +189,9 @@ def _verifier() -> Callable[[Any, Any], str]:
     return report
 
 
-def _build_problem(name: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+def _build_problem(
+    name: str, factory: Callable[..., Any], kwargs: Mapping[str, Any], signature_of: Callable[..., Any] | None = None
+) -> Any:
     """``factory(**kwargs)``; a plain ``TypeError`` / ``ValueError`` from it becomes a one-line error.
 
     The factory is called directly (not through ``Registry.make_problem(name, **kwargs)``, whose own
@@ -204,7 +205,7 @@ def _build_problem(name: str, factory: Callable[..., Any], kwargs: Mapping[str, 
         given = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "no arguments"
         raise InvalidInputError(
             f"problem {name!r} could not be built with {given}: {type(exc).__name__}: {exc}. "
-            f"Its arguments: {_signature_listing(factory)}"
+            f"Its arguments: {_signature_listing(signature_of or factory)}"
         ) from None
 
 
@@ -341,14 +342,38 @@ def _convert(text: str, tp: Any) -> Any:
 
 
 def problem_arguments(reg: Registry, name: str, items: Sequence[str] | None, option: str = "--problem-arg") -> dict[str, Any]:
-    """``KEY=VALUE`` command-line items as typed keyword arguments of the registered problem ``name``.
+    """``KEY=VALUE`` command-line items as typed keyword arguments of the problem ``name``.
+
+    ``name`` is a registered problem or a ``module:attr`` / ``path/to/file.py:attr`` reference to a
+    factory (whose arguments these are) or to a ready problem object (which takes none).
 
     Converted by the problem factory's annotations (:func:`typed_arguments`); an unknown problem, an
     unknown argument or a value of the wrong type is an :class:`~zoframe.errors.InvalidInputError`
     listing what the problem accepts. Used by ``zoframe solve``, ``zoframe verify`` and ``zoframe rate``.
     """
-    spec = reg.problem(name)
-    return typed_arguments(spec.factory, _pairs(items), f"problem {name!r}", option)
+    from zoframe.userproblem import problem_source
+
+    source = problem_source(name, reg)
+    pairs = _pairs(items)
+    if source.factory is None:
+        if pairs:
+            raise InvalidInputError(
+                f"{option} is given for the problem {name!r}, which is a ready problem object and takes no "
+                "arguments; point the reference at a factory (a function returning the problem) to pass arguments"
+            )
+        return {}
+    return typed_arguments(source.factory, pairs, f"problem {name!r}", option)
+
+
+def build_problem(reg: Registry, name: str, kwargs: Mapping[str, Any]) -> Any:
+    """The problem named on the command line (a registered name or ``module:attr`` / ``file.py:attr``),
+    built with ``kwargs``; a plain ``TypeError`` / ``ValueError`` from its factory becomes a one-line error."""
+    from zoframe.userproblem import problem_source
+
+    source = problem_source(name, reg)
+    if source.factory is None:
+        return source.build(**kwargs)
+    return _build_problem(name, source.build, kwargs, source.factory)
 
 
 def typed_arguments(
@@ -400,8 +425,12 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
     sub.add_parser("list", help="list solvers, estimators and problems")
     p_info = sub.add_parser("info", help="parameters, problem kinds and citation of a component")
     p_info.add_argument("name")
-    p_solve = sub.add_parser("solve", help="solve a registered problem with a registered solver")
-    p_solve.add_argument("problem")
+    p_solve = sub.add_parser("solve", help="solve a registered problem (or module:attr) with a registered solver")
+    p_solve.add_argument(
+        "problem",
+        help="a registered problem (zoframe list), or a problem of your own as module:attr or path/to/file.py:attr "
+        "(a factory, given --problem-arg, or a problem object)",
+    )
     p_solve.add_argument("--solver", default="zo-sgd")
     p_solve.add_argument("--estimator", default=None, help="registered estimator replacing the solver's default")
     p_solve.add_argument(

@@ -43,7 +43,15 @@ _SUMMARY_DROP = ("elapsed", "x")  # wall clock and the point (stored as its own 
 
 
 def _instances(suite: str, suite_args: Mapping[str, Any], registry: Registry | None = None) -> Sequence[SuiteInstance]:
-    spec = (registry or default_registry()).suite(suite)
+    from zoframe.errors import UnknownNameError
+    from zoframe_bench import user
+
+    try:
+        spec = (registry or default_registry()).suite(suite)
+    except UnknownNameError:
+        if not user.is_user_suite(suite) and suite not in user._SUITES:
+            raise
+        return user.user_instances(suite, suite_args)  # a problem of the user's own (zoframe_bench.user)
     return spec.instances(**dict(suite_args))
 
 
@@ -286,7 +294,7 @@ def _require_distributed() -> Any:
 
 
 def run(
-    suite: str,
+    suite: Any,
     solvers: Sequence[str],
     *,
     seeds: int | Sequence[int] = 1,
@@ -308,6 +316,11 @@ def run(
     registry: Registry | None = None,
 ) -> BenchOutcome:
     """Run ``solvers`` on every instance of ``suite`` for ``seeds`` seeds and write the profiles.
+
+    ``suite`` is a registered suite name, or problems of the user's own (:mod:`zoframe_bench.user`):
+    a problem object, a factory, a list / dict of them, or a ``"module:attr"`` / ``"file.py:attr"``
+    reference to any of these. Objects and factories passed directly run serially; a reference runs
+    on ``workers`` / ``dask`` too (each worker imports it).
 
     Parameters
     ----------
@@ -343,6 +356,16 @@ def run(
         )
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise InvalidInputError(f"workers must be a positive integer, got {workers!r}")
+    if not isinstance(suite, str):  # problems of the user's own, held by this process
+        from zoframe_bench import user
+
+        if dask is not None or (workers is not None and workers > 1):
+            raise InvalidInputError(
+                "problem objects and factories passed to the bench run serially: worker processes cannot see "
+                "them. Put the problem (or a list of them) in a module or a .py file and pass its "
+                "'module:attr' / 'path/to/file.py:attr' reference to run it in parallel"
+            )
+        suite = user.register(suite, dict(suite_args or {}))
     tasks = make_tasks(suite, solvers, seeds=seeds, budget=budget, budget_unit=budget_unit, suite_args=suite_args,
                        params=params, history_every=history_every, feasibility_tol=feasibility_tol, verify=verify,
                        registry=registry)

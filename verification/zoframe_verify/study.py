@@ -44,6 +44,7 @@ import math
 import multiprocessing
 import os
 from pathlib import Path
+import pickle
 import signal
 import sqlite3
 import sys
@@ -56,6 +57,7 @@ import numpy as np
 from zoframe._optional import require
 from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
+from zoframe.userproblem import problem_source
 from zoframe_verify.rates import (
     THEORY,
     SlopeFit,
@@ -301,14 +303,20 @@ def _init_worker(parent: int, counter: Any) -> None:
     _COUNTER = counter
 
 
-def run_one(config_json: str, seed: int, horizon: int) -> dict[str, Any]:
-    """Execute one run of a study (in a worker process); returns plain data for the store."""
+def run_one(config_json: str, seed: int, horizon: int, problem: Any = None) -> dict[str, Any]:
+    """Execute one run of a study (in a worker process); returns plain data for the store.
+
+    ``problem``: what the problem is rebuilt from (a registered name, a ``"module:attr"`` reference,
+    a factory or a problem object: :attr:`zoframe.userproblem.ProblemSource.portable`); default: the
+    registered name in the configuration.
+    """
     from zoframe.driver import minimize
     from zoframe.registry import default_registry
+    from zoframe.userproblem import rebuild
 
     cfg = json.loads(config_json)
     reg = default_registry()
-    problem = reg.make_problem(cfg["problem"], **cfg["problem_args"])
+    problem = rebuild(cfg["problem"] if problem is None else problem, cfg["problem_args"], reg)
     spec = reg.solver(cfg["solver"])
     solver = spec.cls(**cfg["params"])
     measure = make_measure(problem, cfg["measure"], solver)
@@ -540,6 +548,7 @@ def _execute(
     scheduler: str | None,
     progress: Callable[[str], None] | None,
     progress_bar: bool = False,
+    portable: Any = None,
 ) -> int:
     global _TICK
     if not todo:
@@ -561,13 +570,13 @@ def _execute(
             if bar is not None:
                 _TICK = bar.update
             for seed, horizon in todo:
-                store.add(cfg.key, config_json, seed, horizon, run_one(config_json, seed, horizon))
+                store.add(cfg.key, config_json, seed, horizon, run_one(config_json, seed, horizon, portable))
                 done += 1
                 if say:
                     say(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
         else:
             futures: dict[Future[dict[str, Any]], tuple[int, int]] = {
-                ex.submit(run_one, config_json, s, h): (s, h) for s, h in todo
+                ex.submit(run_one, config_json, s, h, portable): (s, h) for s, h in todo
             }
             pending = set(futures)
             while pending:
@@ -626,7 +635,7 @@ def _axis_curves(
 
 def rate_study(
     solver: str,
-    problem: str,
+    problem: Any,
     *,
     seeds: int | Sequence[int] = 5,
     budget: int = 1000,
@@ -650,7 +659,14 @@ def rate_study(
     progress: Callable[[str], None] | None = None,
     progress_bar: bool = False,
 ) -> RateReport:
-    """Run (or resume) a rate study of a registered solver on a registered problem; see the module doc.
+    """Run (or resume) a rate study of a registered solver on a problem; see the module doc.
+
+    ``problem``: a registered name, a problem object (``zoframe.FiniteSum(...)``, ...), a factory
+    returning one (called with ``problem_args``) or a ``"module:attr"`` / ``"file.py:attr"``
+    reference (:mod:`zoframe.userproblem`). Worker processes (``workers > 1``) rebuild it from the
+    name or the reference, or unpickle the object / factory, which must then be picklable (a
+    module-level function or class; a lambda is not). The study key of an object or a factory
+    hashes its pickle, so the same problem resumes from ``db``.
 
     ``progress`` is told when each run ends; ``progress_bar=True`` shows a tqdm bar (stderr) over
     the iterations of all runs to do, with an ETA.
@@ -660,7 +676,8 @@ def rate_study(
     reg = default_registry()
     spec = reg.solver(solver)  # unknown names fail here, before any run
     pargs = dict(problem_args or {})
-    prob = reg.make_problem(problem, **pargs)
+    source = problem_source(problem, reg)
+    prob = source.build(**pargs)
     kind = str(getattr(prob, "kind", ""))
     if kind not in spec.problem_kinds:
         raise InvalidInputError(f"solver {solver!r} does not accept {kind!r} problems (it solves {sorted(spec.problem_kinds)})")
@@ -679,7 +696,9 @@ def rate_study(
         raise InvalidInputError(f"budgets / horizons must be positive iteration counts, got {hs}")
     if not (isinstance(measure_every, int) and measure_every >= 1):
         raise InvalidInputError(f"measure_every must be an integer >= 1, got {measure_every!r}")
-    cfg = StudyConfig(spec.name, problem, pargs, sparams, mname, measure_every, max_calls)
+    if source.kind in ("object", "factory") and workers > 1 and executor == "process":
+        _check_picklable(source.portable, source.label)
+    cfg = StudyConfig(spec.name, source.label, pargs, sparams, mname, measure_every, max_calls)
     th: TheoryRate | None = None
     if curve is None:  # the curve the theory bounds for this solver and measure, else the running minimum
         base = mname if mname.endswith("_sq") else mname + "_sq"
@@ -695,7 +714,8 @@ def rate_study(
         have = store.done(cfg.key)
         todo = [(s, h) for s in seed_list for h in hs if (s, h) not in have]
         reused = len(seed_list) * len(hs) - len(todo)
-        executed = _execute(store, cfg, todo, workers, executor, scheduler, progress, progress_bar)
+        portable = None if source.kind == "registered" else source.portable
+        executed = _execute(store, cfg, todo, workers, executor, scheduler, progress, progress_bar, portable)
         runs = tuple(store.load(cfg.key, s, h) for s in seed_list for h in hs)
     finally:
         store.close()
@@ -711,6 +731,16 @@ def rate_study(
     if out is not None:
         report = write_report(report, out)
     return report
+
+
+def _check_picklable(obj: Any, label: str) -> None:
+    try:
+        pickle.dumps(obj)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the problem {label!r} cannot be sent to worker processes ({type(exc).__name__}: {exc}); run the "
+            "study with workers=1, or pass a module-level factory or a 'module:attr' reference instead"
+        ) from None
 
 
 # --------------------------------------------------------------------------- report files
