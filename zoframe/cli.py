@@ -419,8 +419,25 @@ def _cmd_demo(args: argparse.Namespace, reg: Registry) -> int:
     return _cmd_solve(ns, reg)
 
 
+def _add_verbosity(p: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) -> None:
+    """``-v/--verbose`` and ``-q/--quiet`` (repeatable), where the command has not taken them itself."""
+    taken = p._option_string_actions
+    if "--verbose" not in taken and "-v" not in taken:
+        p.add_argument("-v", "--verbose", dest="log_verbose", action="count", default=default,
+                       help="show debug notices on stderr (notices go through logging.getLogger('zoframe'))")
+    if "--quiet" not in taken and "-q" not in taken:
+        p.add_argument("-q", "--quiet", dest="log_quiet", action="count", default=default,
+                       help="show warnings only (-qq: errors only)")
+
+
 def build_parser(reg: Registry) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zoframe", description="zeroth-order optimisation framework")
+    parser = argparse.ArgumentParser(
+        prog="zoframe", description="zeroth-order optimisation framework",
+        epilog="Notices (runs done, files written, hints) are shown on stderr at level INFO; -v shows debug "
+        "notices, -q warnings only. Progress bars appear only when stderr is a terminal; ZOFRAME_PROGRESS=0 "
+        "hides them everywhere.",
+    )
+    _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list solvers, estimators and problems")
     p_info = sub.add_parser("info", help="parameters, problem kinds and citation of a component")
@@ -463,6 +480,8 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
         cp = sub.add_parser(name, help=cprov.spec.help)
         cprov.spec.add_arguments(cp)
         cp.set_defaults(_run=cprov.spec.run)
+    for choice in sub.choices.values():  # -v / -q after the command too (zoframe solve ... -v)
+        _add_verbosity(choice)
     return parser
 
 
@@ -479,6 +498,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     reg = default_registry()
     parser = build_parser(reg)
     args = parser.parse_args(argv)
+    from zoframe._output import cli_logging
+
+    with cli_logging(int(getattr(args, "log_verbose", 0) or 0) - int(getattr(args, "log_quiet", 0) or 0)):
+        return _dispatch(parser, args, reg)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, reg: Registry) -> int:
     handlers = {"list": _cmd_list, "info": _cmd_info, "solve": _cmd_solve, "demo": _cmd_demo}
     try:
         if args.command in handlers:

@@ -257,6 +257,17 @@ class BenchOutcome:
     summary: Mapping[str, Any]
     files: tuple[str, ...]
 
+    def __str__(self) -> str:
+        lines = [f"bench: {len(self.tasks)} runs ({self.ran} run now, {self.reused} reused) in {self.store}"]
+        for name, row in dict(self.summary.get("solvers", {})).items():
+            rates = ", ".join(f"tau={t}: {v.get('success_rate', 0.0):.0%}" for t, v in dict(row.get("targets", {})).items())
+            lines.append(f"  {name}: {row.get('runs', '?')} runs" + (f", solved {rates}" if rates else ""))
+        lines.append(f"  files: {', '.join(self.files)}" if self.files else "  no files written")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"BenchOutcome(store={self.store!r}, tasks={len(self.tasks)}, ran={self.ran}, reused={self.reused}, files={len(self.files)})"
+
 
 def _pool_map(
     fn: Callable[[Task], RunRow], tasks: Sequence[Task], workers: int | None, dask: Any
@@ -376,7 +387,10 @@ def run(
         done = db.keys()
         todo = [t for t in tasks if t.key not in done]
         bar: Any = None
-        if progress:
+        from zoframe._output import logger, progress_wanted
+
+        logger("bench").info("bench %s: %d runs, %d already in %s", suite, len(tasks), len(tasks) - len(todo), store_path)
+        if progress_wanted(progress):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="run", desc=f"bench {suite}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from zoframe._output import logger
 from zoframe.errors import DataNotFoundError, UnknownNameError
 from zoframe_datasets.catalog import DATASETS, DatasetInfo
 from zoframe_datasets.fetch import ENV_URL_BASE, fetch, resolve_url
@@ -108,7 +109,7 @@ def _fetch(args: argparse.Namespace) -> int:
         _known(name)  # every name is checked before anything is downloaded
     for name in names:
         info = DATASETS[name]
-        print(f"{name}: fetching from {resolve_url(info, args.url)} ...", flush=True)
+        logger("data").info("%s: fetching from %s ...", name, resolve_url(info, args.url))
         res = fetch(
             name, url=args.url, sha256=args.sha256, dest=args.dir, force=args.force,
             verify=not args.no_verify, timeout=args.timeout,

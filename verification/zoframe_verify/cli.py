@@ -80,7 +80,6 @@ def run_rate_command(args: argparse.Namespace) -> int:
         n_boot=args.bootstrap,
         theory=args.theory,
         tol=args.tol,
-        progress=lambda msg: print(msg, file=sys.stderr),
         progress_bar=not args.no_progress,
     )
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.to_markdown())

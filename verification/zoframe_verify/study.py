@@ -8,7 +8,12 @@ the rate the paper proves (:data:`zoframe_verify.rates.THEORY`) and, with ``out`
 Markdown and a JSON report with PNG plots.
 
 Progress: with ``progress_bar=True`` a tqdm bar on stderr counts the iterations of all runs to do
-(so it moves during a run, with an ETA), also with worker processes (a shared counter).
+(so it moves during a run, with an ETA), also with worker processes (a shared counter); it is drawn
+only when stderr is a terminal and not with ``ZOFRAME_PROGRESS=0`` (:mod:`zoframe._output`). Each
+finished run is a notice on the logger ``"zoframe.verify"`` (INFO).
+
+The report prints as a short summary (``print(report)``); the data are its attributes
+(``fits``, ``runs``, ``curves``), :meth:`RateReport.to_dict` and :meth:`RateReport.to_markdown`.
 
 Worker processes end with their parent: each worker asks the kernel for ``SIGKILL`` when its parent
 dies (``prctl(PR_SET_PDEATHSIG)`` on Linux) and a watchdog thread ends it when its parent process id
@@ -35,11 +40,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 import hashlib
 import io
 import json
+import logging
 import math
 import multiprocessing
 import os
@@ -55,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from zoframe._optional import require
+from zoframe._output import logger, progress_wanted
 from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
 from zoframe.userproblem import problem_source
@@ -124,6 +132,13 @@ class RunRecord:
     nfev: int
     seconds: float
     reused: bool = False
+
+    def __repr__(self) -> str:
+        last = f"{self.values[-1]:.4g}" if self.values.size else "none"
+        return (
+            f"RunRecord(seed={self.seed}, horizon={self.horizon}, status={self.status!r}, nit={self.nit}, "
+            f"nfev={self.nfev}, points={self.values.size}, last={last}, seconds={self.seconds:.3g}, reused={self.reused})"
+        )
 
 
 # --------------------------------------------------------------------------- measures along a run
@@ -442,6 +457,35 @@ class RateReport:
     curves: Mapping[str, tuple[Array, Array]] = field(default_factory=dict)
     files: tuple[str, ...] = ()
 
+    def summary(self) -> str:
+        """A few lines: the study, the fitted slopes with their intervals, the proven slope and the verdicts."""
+        c = self.config
+        hs = ", ".join(str(h) for h in self.horizons)
+        lines = [
+            f"rate study: {c.solver} on {c.problem} ({self.curve} {c.measure}; {len(self.seeds)} seed(s) x "
+            f"{hs} iterations; {self.executed} run(s) now, {self.reused} reused)"
+        ]
+        proven = "no proven rate tabulated" if self.theory is None else f"proven {self.theory.slope:g}"
+        for axis, fit in self.fits.items():
+            lines.append(
+                f"  {axis + ':':<11} slope {fit.slope:.3f} [{fit.lo:.3f}, {fit.hi:.3f}] over {fit.x_lo:.3g}..{fit.x_hi:.3g}"
+                f"; {proven}" + (f": {self.verdicts[axis]}" if axis in self.verdicts else "")
+            )
+        lines.append("  full data: .fits, .runs, .curves, .to_dict(), .to_markdown()"
+                     + (f"; files: {', '.join(self.files)}" if self.files else ""))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        slopes = ", ".join(f"{a}={f.slope:.3f}" for a, f in self.fits.items())
+        return (
+            f"RateReport(solver={self.config.solver!r}, problem={self.config.problem!r}, measure="
+            f"{self.config.measure!r}, curve={self.curve!r}, seeds={len(self.seeds)}, horizons={list(self.horizons)}, "
+            f"slopes=({slopes}), verdicts={dict(self.verdicts)})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "study": self.config.key,
@@ -556,15 +600,26 @@ def _execute(
     config_json = cfg.to_json()
     total = sum(h for _, h in todo)
     bar: Any = None
-    if progress_bar:
+    if progress_wanted(progress_bar):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, unit="it", desc=f"{cfg.solver} on {cfg.problem}: {len(todo)} runs", file=sys.stderr)
-    say = progress if bar is None or progress is None else (lambda msg: bar.write(msg, file=sys.stderr))
+    log = logger("verify")
+
+    def say(msg: str) -> None:  # a notice (logging) and the caller's own progress function
+        log.info("%s", msg)
+        if progress is not None:
+            progress(msg)
+
     counter = multiprocessing.get_context("spawn").Value("q", 0) if (bar is not None and executor == "process") else None
     ex, close = _resolve_executor(executor, workers, scheduler, counter)
     done = 0
     shown = 0
+    redirect = contextlib.ExitStack()
+    if bar is not None:  # notices printed to stderr go above the bar instead of through it
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        redirect.enter_context(logging_redirect_tqdm(loggers=[logging.getLogger("zoframe")]))
     try:
         if ex is None:
             if bar is not None:
@@ -572,8 +627,7 @@ def _execute(
             for seed, horizon in todo:
                 store.add(cfg.key, config_json, seed, horizon, run_one(config_json, seed, horizon, portable))
                 done += 1
-                if say:
-                    say(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
+                say(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
         else:
             futures: dict[Future[dict[str, Any]], tuple[int, int]] = {
                 ex.submit(run_one, config_json, s, h, portable): (s, h) for s, h in todo
@@ -589,11 +643,11 @@ def _execute(
                     s, h = futures[fut]
                     store.add(cfg.key, config_json, s, h, fut.result())
                     done += 1
-                    if say:
-                        say(f"run seed={s} horizon={h} done ({done}/{len(todo)})")
+                    say(f"run seed={s} horizon={h} done ({done}/{len(todo)})")
     finally:
         _TICK = None
         close()
+        redirect.close()
         if bar is not None:
             bar.close()
     return done
@@ -714,6 +768,8 @@ def rate_study(
         have = store.done(cfg.key)
         todo = [(s, h) for s in seed_list for h in hs if (s, h) not in have]
         reused = len(seed_list) * len(hs) - len(todo)
+        logger("verify").info("rate study %s (%s on %s): %d run(s) to do, %d already in %s", cfg.key, spec.name,
+                              source.label, len(todo), reused, db if db is not None else "memory")
         portable = None if source.kind == "registered" else source.portable
         executed = _execute(store, cfg, todo, workers, executor, scheduler, progress, progress_bar, portable)
         runs = tuple(store.load(cfg.key, s, h) for s in seed_list for h in hs)

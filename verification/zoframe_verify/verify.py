@@ -216,6 +216,13 @@ class Report:
     def __str__(self) -> str:
         return self.to_text()
 
+    def __repr__(self) -> str:
+        return (
+            f"Report(problem={self.problem!r}, kind={self.kind!r}, solver={self.solver!r}, "
+            f"verdict={'PASS' if self.passed else 'FAIL'}, measures={len(self.measures)}, "
+            f"reference={self.reference_source!r})"
+        )
+
 
 def _finite(v: float) -> float | None:
     return float(v) if math.isfinite(v) else None
