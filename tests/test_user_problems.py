@@ -191,6 +191,16 @@ def test_cli_solve_verify_rate_and_bench_take_module_attr(
     code = main(["bench", "userprobs:several", "--solvers", "nelder-mead", "--budget", "100", "--out",
                  str(tmp_path / "bench"), "--no-plots", "--no-verify", "--quiet"])
     assert code == 0
+    capsys.readouterr()
+    assert main(["bench", "userprobs:several", "--list"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(d["name"], d["dim"]) for d in listed] == [("small", 2), ("large", 5)]
+    saved = tmp_path / "mine"
+    zoframe.minimize(module_factory(3), "nelder-mead", max_calls=400).save(saved)  # saved from Python: no name
+    assert main(["verify", str(saved), "--problem", "userprobs:picklable", "--problem-arg", "dim=3"]) == 1
+    assert "verdict: FAIL" in capsys.readouterr().out  # x* = 2 for module_factory, 1 for picklable
+    assert main(["verify", str(saved), "--problem", f"{__file__}:module_factory", "--problem-arg", "dim=3"]) == 0
+    assert "verdict: PASS" in capsys.readouterr().out  # the factory that made the run, by file path
     from zoframe_bench.store import BenchStore
 
     with BenchStore(tmp_path / "bench" / "bench.sqlite") as db:

@@ -14,7 +14,8 @@ __all__ = ["add_bench_arguments", "run_bench_command"]
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...; `zoframe list`)")
+    p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...), or problems of your own as "
+                                  "module:attr or path/to/file.py:attr (a problem, a factory, or a list / dict of them)")
     p.add_argument("--solvers", default="", help="comma-separated solver names, e.g. zo-sgd,cobyla,nelder-mead")
     p.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (instance, solver) (1)")
     p.add_argument("--budget", type=int, default=1000, help="max_calls per run (1000)")
@@ -63,7 +64,9 @@ def run_bench_command(args: argparse.Namespace) -> int:
         log.setLevel(max(log.getEffectiveLevel(), logging.WARNING))
     suite_args = _pairs(args.suite_arg, "--suite-arg")
     if args.list:
-        print(describe(default_registry().suite(args.suite).instances(**suite_args)))
+        from zoframe_bench.runner import _instances
+
+        print(describe(_instances(args.suite, suite_args, default_registry())))
         return 0
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
