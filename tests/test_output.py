@@ -31,6 +31,8 @@ def test_progress_only_on_terminals_and_the_switches(monkeypatch: pytest.MonkeyP
     assert progress_wanted(True, _Tty()) is True
     assert progress_wanted(True, io.StringIO()) is False  # a file or a pipe: no bar
     assert progress_wanted(False, _Tty()) is False  # the parameter switches it off
+    notebook = type("OutStream", (io.StringIO,), {"__module__": "ipykernel.iostream"})()
+    assert progress_wanted(True, notebook) is True  # a notebook's stderr is no terminal, but shows widgets
     monkeypatch.setenv(PROGRESS_ENV, "0")
     assert progress_wanted(True, _Tty()) is False  # the environment switches every bar off
     monkeypatch.setenv(PROGRESS_ENV, "always")

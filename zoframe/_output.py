@@ -13,8 +13,8 @@ Real warnings (an estimator whose differences underflow, a plugin that failed to
 at level INFO; ``-v/--verbose`` lowers that to DEBUG, ``-q/--quiet`` raises it to WARNING (``-qq``:
 ERROR).
 
-Progress bars (tqdm, on stderr) are shown only when stderr is a terminal, so log files and pipes
-get no ``\\r`` frames. Every function that draws one takes a switch (``progress=False``,
+Progress bars (tqdm, on stderr) are shown only when stderr is a terminal (or a Jupyter notebook,
+where ``tqdm.auto`` draws a widget), so log files and pipes get no ``\\r`` frames. Every function that draws one takes a switch (``progress=False``,
 ``progress_bar=False``, ``--no-progress``), and the environment variable ``ZOFRAME_PROGRESS``
 decides for all of them: ``0`` / ``off`` / ``never`` hides every bar, ``always`` shows them even
 when stderr is not a terminal; unset (or ``auto``) means "on a terminal only".
@@ -55,6 +55,8 @@ def progress_wanted(requested: bool = True, stream: Any = None) -> bool:
     if env in _ALWAYS:
         return True
     target = sys.stderr if stream is None else stream
+    if type(target).__module__.startswith("ipykernel"):  # a Jupyter notebook: tqdm.auto draws a widget there
+        return True
     isatty = getattr(target, "isatty", None)
     try:
         return bool(isatty()) if callable(isatty) else False
