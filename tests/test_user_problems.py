@@ -8,6 +8,7 @@ from pathlib import Path
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
@@ -104,6 +105,15 @@ def test_fingerprints_tell_problems_apart_and_repeat() -> None:
     # unpicklable (a lambda): the type and x0 decide
     assert fingerprint(_quadratic()) != fingerprint(zoframe.FiniteSum(lambda X: X.sum(1), x0=np.ones(4)))
     assert fingerprint([a, module_factory(4)]) != fingerprint([a, a])
+    # unpicklable problems with the same type, shape and x0: their functions' code and closures decide
+    one = zoframe.FiniteSum(lambda X: (X**2).sum(axis=1), x0=np.zeros(2))
+    two = zoframe.FiniteSum(lambda X: (X**4).sum(axis=1), x0=np.zeros(2))
+    assert fingerprint(one) != fingerprint(two)
+
+    def shifted(c: float) -> zoframe.FiniteSum:
+        return zoframe.FiniteSum(lambda X: ((X - c) ** 2).sum(axis=1), x0=np.zeros(2))
+
+    assert fingerprint(shifted(1.0)) == fingerprint(shifted(1.0)) != fingerprint(shifted(2.0))
 
 
 # --------------------------------------------------------------------------- rate_study and verify
@@ -139,6 +149,24 @@ def test_rate_study_by_reference_on_workers(user_module: Path) -> None:
                         params={"eta": 0.05}, n_boot=20, workers=2)
     for a, b in zip(serial.runs, pooled.runs):
         np.testing.assert_array_equal(a.values, b.values)  # the same runs, rebuilt in each worker
+
+
+def test_an_edited_problem_is_not_resumed_from_old_runs(tmp_path: Path) -> None:
+    from zoframe_verify import rate_study
+
+    src = tmp_path / "edited.py"
+    body = "import numpy as np, zoframe\n\ndef make():\n    return zoframe.FiniteSum(lambda X: ((X - {c}) ** 2).sum(axis=1), x0=np.zeros(3))\n"
+    kw = dict(seeds=2, budget=40, params={"eta": 0.05}, n_boot=10, db=tmp_path / "runs.sqlite")
+
+    def study(c: float) -> Any:
+        src.write_text(body.format(c=c), encoding="utf-8")
+        for name in [m for m in sys.modules if m.startswith("zoframe_user_edited")]:
+            del sys.modules[name]  # a new session would import the file afresh
+        return rate_study("zo-sgd", f"{src}:make", **kw)
+
+    assert study(1.0).executed == 2
+    assert study(1.0).reused == 2  # the same code: resumed
+    assert study(3.0).executed == 2  # the file changed: new runs, not the old ones
 
 
 def test_verify_takes_objects_factories_and_references(user_module: Path) -> None:

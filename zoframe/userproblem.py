@@ -21,6 +21,7 @@ callable. The label is what a study or a bench stores, so a re-run of the same p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+import contextlib
 from dataclasses import dataclass
 import hashlib
 import importlib
@@ -36,6 +37,7 @@ from zoframe.errors import InvalidInputError, UnknownNameError, ZoframeError
 
 __all__ = [
     "ProblemSource",
+    "code_fingerprint",
     "fingerprint",
     "is_problem",
     "load_reference",
@@ -132,13 +134,52 @@ def load_reference(text: str) -> Any:
     return obj
 
 
+def _function_code(fn: Any) -> bytes:
+    """The source of a user function (else its byte code) and the simple values its closure holds."""
+    import numpy as np
+
+    try:
+        text = inspect.getsource(fn).encode()
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        text = b"" if code is None else code.co_code + repr(code.co_consts).encode()
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, (int, float, complex, str, bytes, bool)) or value is None:
+            text += repr(value).encode()
+        elif isinstance(value, np.ndarray):
+            text += hashlib.sha256(np.ascontiguousarray(value).tobytes()).digest()
+    return text
+
+
+def code_fingerprint(obj: object) -> bytes:
+    """What the user's code of a problem or factory looks like now: the source of the factory or of
+    the functions a problem object holds (and of its class, unless the class is zoframe's own)."""
+    if inspect.isfunction(obj) or inspect.ismethod(obj):
+        return _function_code(obj)
+    parts: list[bytes] = []
+    cls = obj if inspect.isclass(obj) else type(obj)
+    if not str(getattr(cls, "__module__", "")).startswith(("zoframe", "builtins")):
+        with contextlib.suppress(OSError, TypeError):
+            parts.append(inspect.getsource(cls).encode())
+    if not inspect.isclass(obj):
+        for value in getattr(obj, "__dict__", {}).values():
+            if inspect.isfunction(value):
+                parts.append(_function_code(value))
+    return b"\0".join(parts)
+
+
 def fingerprint(obj: object) -> str:
-    """A short hash of a problem object or factory: of its pickle, else of its type and start point.
+    """A short hash of a problem object or factory: of its pickle (else of its type, kind, shape and
+    start point) and of its code (:func:`code_fingerprint`).
 
     Equal problems built the same way get the same fingerprint in every session, so a study or a
-    bench of them resumes. An object that cannot be pickled (it holds a lambda, say) gets a
-    fingerprint of its type, kind, shape and ``x0``, which two different functions can share: give
-    it a name of your own (the ``name`` attribute, or a module-level factory) to keep them apart.
+    bench of them resumes, and an edit to the problem's code or data gives a new one (so a study
+    never reuses runs of the problem as it was). Two objects that cannot be pickled and share type,
+    name, shape, ``x0`` and the source of their functions are told apart only by their ``name``.
     """
     if isinstance(obj, Mapping):
         inner = "|".join(f"{k}={fingerprint(v)}" for k, v in obj.items())
@@ -161,7 +202,7 @@ def fingerprint(obj: object) -> str:
         blob = "|".join(parts).encode()
         if x0 is not None:
             blob += np.ascontiguousarray(np.asarray(x0, dtype=np.float64)).tobytes()
-    return hashlib.sha256(blob).hexdigest()[:12]
+    return hashlib.sha256(blob + b"\0" + code_fingerprint(obj)).hexdigest()[:12]
 
 
 def _describe(obj: object) -> str:

@@ -65,7 +65,7 @@ from zoframe._optional import require
 from zoframe._output import logger, progress_wanted
 from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
-from zoframe.userproblem import problem_source
+from zoframe.userproblem import fingerprint, load_reference, problem_source
 from zoframe_verify.rates import (
     THEORY,
     SlopeFit,
@@ -108,10 +108,15 @@ class StudyConfig:
     measure: str
     measure_every: int = 1
     max_calls: int | None = None
+    #: for a problem of the user's own given by reference: a hash of its code now (empty otherwise)
+    problem_code: str = ""
 
     @property
     def key(self) -> str:
-        blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        fields = dataclasses.asdict(self)
+        if not fields["problem_code"]:  # registered problems keep the keys they had before the field existed
+            del fields["problem_code"]
+        blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
     def to_json(self) -> str:
@@ -719,8 +724,9 @@ def rate_study(
     returning one (called with ``problem_args``) or a ``"module:attr"`` / ``"file.py:attr"``
     reference (:mod:`zoframe.userproblem`). Worker processes (``workers > 1``) rebuild it from the
     name or the reference, or unpickle the object / factory, which must then be picklable (a
-    module-level function or class; a lambda is not). The study key of an object or a factory
-    hashes its pickle, so the same problem resumes from ``db``.
+    module-level function or class; a lambda is not). The study key of an object, a factory or a
+    reference hashes its pickle and its code (:func:`zoframe.userproblem.fingerprint`), so the same
+    problem resumes from ``db`` and an edited one starts afresh.
 
     ``progress`` is told when each run ends; ``progress_bar=True`` shows a tqdm bar (stderr) over
     the iterations of all runs to do, with an ETA.
@@ -752,7 +758,8 @@ def rate_study(
         raise InvalidInputError(f"measure_every must be an integer >= 1, got {measure_every!r}")
     if source.kind in ("object", "factory") and workers > 1 and executor == "process":
         _check_picklable(source.portable, source.label)
-    cfg = StudyConfig(spec.name, source.label, pargs, sparams, mname, measure_every, max_calls)
+    code = fingerprint(load_reference(problem)) if source.kind == "reference" else ""
+    cfg = StudyConfig(spec.name, source.label, pargs, sparams, mname, measure_every, max_calls, code)
     th: TheoryRate | None = None
     if curve is None:  # the curve the theory bounds for this solver and measure, else the running minimum
         base = mname if mname.endswith("_sq") else mname + "_sq"
