@@ -186,11 +186,17 @@ def fingerprint(obj: object) -> str:
         return hashlib.sha256(inner.encode()).hexdigest()[:12]
     if isinstance(obj, (list, tuple)):
         return hashlib.sha256("|".join(fingerprint(v) for v in obj).encode()).hexdigest()[:12]
+    digest = hashlib.sha256()
     try:
-        blob = pickle.dumps(obj, protocol=4)
+        buffers: list[pickle.PickleBuffer] = []  # large arrays out of band: hashed in place, not copied
+        digest.update(pickle.dumps(obj, protocol=5, buffer_callback=buffers.append))
+        for buf in buffers:
+            digest.update(buf.raw())
+        blob = b""
     except Exception:  # lambdas, open handles, ...: fall back to what describes the problem
         import numpy as np
 
+        digest = hashlib.sha256()
         x0 = getattr(obj, "x0", None)
         parts = [
             f"{type(obj).__module__}.{type(obj).__qualname__}",
@@ -202,7 +208,8 @@ def fingerprint(obj: object) -> str:
         blob = "|".join(parts).encode()
         if x0 is not None:
             blob += np.ascontiguousarray(np.asarray(x0, dtype=np.float64)).tobytes()
-    return hashlib.sha256(blob + b"\0" + code_fingerprint(obj)).hexdigest()[:12]
+    digest.update(blob + b"\0" + code_fingerprint(obj))
+    return digest.hexdigest()[:12]
 
 
 def _describe(obj: object) -> str:
