@@ -137,4 +137,10 @@ def test_cli_verbose_and_quiet(
     main(["list", "-qq"])
     main(["list"])
     assert level_during == [logging.DEBUG, logging.ERROR, logging.INFO]
+    from zoframe.registry import default_registry
+
+    parser = cli.build_parser(default_registry())
+    for argv in (["data", "list", "-q"], ["data", "fetch", "a9a", "-v"], ["reproduce", "minimax", "-q"]):
+        ns = parser.parse_args(argv)  # nested commands take the switches too
+        assert getattr(ns, "log_quiet", 0) + getattr(ns, "log_verbose", 0) == 1, argv
     assert logging.getLogger("zoframe").level == before  # restored after each command

@@ -480,9 +480,19 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
         cp = sub.add_parser(name, help=cprov.spec.help)
         cprov.spec.add_arguments(cp)
         cp.set_defaults(_run=cprov.spec.run)
-    for choice in sub.choices.values():  # -v / -q after the command too (zoframe solve ... -v)
-        _add_verbosity(choice)
+    for child in _subparsers(parser):  # -v / -q after the command too (zoframe solve ... -v, reproduce dszog -q)
+        _add_verbosity(child)
     return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every subcommand's parser, at every depth (``zoframe data fetch``, ``zoframe reproduce dszog``)."""
+    out: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                out += [child, *_subparsers(child)]
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
