@@ -237,6 +237,18 @@ def test_cli_solve_verify_rate_and_bench_take_module_attr(
     assert {r.task.suite for r in rows} == {"userprobs:several"} and all(r.status != "ERROR" for r in rows)
 
 
+def test_cli_info_describes_a_problem_of_ones_own(user_module: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", "userprobs:make"]) == 0
+    out = capsys.readouterr().out
+    assert "a factory" in out and "dim: int = 3, shift: float = 1.0" in out and "finite_sum (dim 3" in out
+    assert main(["info", f"{user_module}:ready"]) == 0
+    assert "a problem object" in (out := capsys.readouterr().out) and "dim 4" in out
+    assert main(["info", "userprobs:gone"]) == 2
+    assert "no attribute 'gone'" in capsys.readouterr().err
+    assert main(["info", "no-such-thing"]) == 2  # a plain unknown name: the registry's error, as before
+    assert "unknown component" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -49,8 +49,39 @@ def _cmd_list(args: argparse.Namespace, reg: Registry) -> int:
     return 0
 
 
+def _cmd_info_user_problem(name: str, reg: Registry) -> int:
+    """``zoframe info module:attr``: a problem of the user's own, its arguments and what it builds."""
+    from zoframe.userproblem import problem_source
+
+    source = problem_source(name, reg)
+    target = source.factory if source.factory is not None else source.obj
+    print(f"{name} (a problem of your own: {'a factory' if source.factory is not None else 'a problem object'})")
+    if source.factory is not None:
+        print(f"  arguments (--problem-arg KEY=VALUE): {_signature_listing(source.factory)}")
+    try:
+        problem = source.build()
+    except Exception as exc:  # a factory with required arguments: say what it needs, build nothing
+        print(f"  (not built without arguments: {type(exc).__name__}: {exc})")
+    else:
+        m = getattr(problem, "m", None)
+        shape = f"dim {getattr(problem, 'dim', '?')}" + (f", m {m}" if m is not None else "")
+        print(f"  problem kind: {problem.kind} ({shape}{', with the default arguments' if source.factory else ''})")
+    doc = getattr(target, "__doc__", "") or ""
+    if doc.strip() and source.factory is not None:
+        print("\n" + textwrap.indent(textwrap.dedent(doc).strip(), "  "))
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace, reg: Registry) -> int:
-    kind, spec, provider = reg.find(args.name)
+    from zoframe.errors import UnknownNameError
+    from zoframe.userproblem import looks_like_reference
+
+    try:
+        kind, spec, provider = reg.find(args.name)
+    except UnknownNameError:
+        if not looks_like_reference(args.name):
+            raise
+        return _cmd_info_user_problem(args.name, reg)
     print(f"{spec.name} ({kind}, from plugin {provider})")
     print(f"  {spec.summary}")
     if kind == "solver":
@@ -441,7 +472,7 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list solvers, estimators and problems")
     p_info = sub.add_parser("info", help="parameters, problem kinds and citation of a component")
-    p_info.add_argument("name")
+    p_info.add_argument("name", help="a solver, estimator or problem name, or module:attr / file.py:attr of your own")
     p_solve = sub.add_parser("solve", help="solve a registered problem (or module:attr) with a registered solver")
     p_solve.add_argument(
         "problem",
