@@ -293,8 +293,9 @@ def test_a_killed_fetch_leaves_a_temporary_that_the_next_fetch_removes(server: S
     try:
         deadline = time.monotonic() + 60
         temps: list[Path] = []
-        while time.monotonic() < deadline:  # wait until the download is under way
-            temps = [p for p in dest.iterdir() if p.name.endswith(".download") and p.stat().st_size > 0]
+        while time.monotonic() < deadline:  # wait until the download is under way in its staging directory
+            temps = [p for p in dest.iterdir() if p.name.endswith(".download") and p.is_dir()
+                     and any(f.stat().st_size > 0 for f in p.iterdir())]
             if temps or proc.poll() is not None:
                 break
             time.sleep(0.05)

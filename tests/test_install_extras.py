@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKED = ("cvxpy", "sklearn", "matplotlib", "dask", "distributed", "cma", "nevergrad", "pdfo", "cocoex")
+BLOCKED = ("cvxpy", "sklearn", "matplotlib", "dask", "distributed", "cma", "nevergrad", "pdfo", "cocoex", "pooch",
+           "platformdirs", "requests")
 
 SITECUSTOMIZE = f"""
 import importlib.abc
@@ -128,6 +129,20 @@ CHILD = textwrap.dedent(
                          "--db", str(Path(tempfile.mkdtemp()) / "rates.sqlite")])
         raise RuntimeError(f"exit {code}: {err.getvalue()}")
 
+    def pooch_fetch():
+        from zoframe_datasets.fetch import fetch
+        fetch("svmguide3.t", url="http://127.0.0.1:9/svmguide3.t", dest=tempfile.mkdtemp())
+
+    def data_list():  # the cache directory without platformdirs: the XDG rule
+        from zoframe.cli import main
+        from zoframe_datasets.paths import cache_dir
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = main(["data", "list"])
+        return [code, str(cache_dir()), buf.getvalue()]
+
+    attempt("pooch_fetch", pooch_fetch)
+    attempt("data_list", data_list)
     attempt("cvxpy_baseline", cvxpy_baseline)
     attempt("cvxpy_reference", cvxpy_reference)
     attempt("sklearn_libsvm", sklearn_libsvm)
@@ -224,6 +239,7 @@ def test_the_cli_lists_every_plugin_with_the_core_install(core_report: dict[str,
         ("dask_executor", "distributed", "dask[distributed]"),
         ("peers_cma", "peers", "cma"),
         ("peers_nevergrad", "peers", "nevergrad"),
+        ("pooch_fetch", "data", "pooch"),
     ],
 )
 def test_each_optional_feature_names_its_extra(core_report: dict[str, Any], feature: str, extra: str, dist: str) -> None:
@@ -238,6 +254,13 @@ def test_each_optional_feature_names_its_extra(core_report: dict[str, Any], feat
     assert says in res["message"], res
     if feature != "dask_executor":  # the CLI turns the error into exit status 2 and a message
         assert res["type"] in ("MissingDependencyError", "RunFailedError"), res
+
+
+def test_data_list_needs_no_extra(core_report: dict[str, Any]) -> None:
+    res = core_report["data_list"]
+    assert res["ok"], res
+    code, cache, out = res["value"]
+    assert code == 0 and cache.endswith(os.path.join("zoframe", "data")) and "user cache directory" in out
 
 
 def test_extras_declare_what_the_errors_name() -> None:

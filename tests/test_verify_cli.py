@@ -93,7 +93,10 @@ def test_solve_with_verify_prints_the_report(capsys: pytest.CaptureFixture[str])
     assert "verification report: quadratic (finite_sum), solver" in out and "grad_norm" in out
 
 
-def test_rate_command_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rate_command_writes_a_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZOFRAME_PROGRESS", "always")  # captured stderr is no terminal: draw the bar all the same
     argv: list[Any] = ["rate", "zo-sgd", "quadratic", "--seeds", "2", "--budget", "300", "-p", "eta=0.05",
                        "--problem-arg", "dim=5", "--db", str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "rep"),
                        "--bootstrap", "100", "--json"]
@@ -103,6 +106,7 @@ def test_rate_command_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixt
     assert data["executed"] == 2 and data["curve"] == "avg"
     # a progress bar over the iterations of all runs, and the paths of the files written
     assert "zo-sgd on quadratic: 2 runs" in captured.err and "600/600" in captured.err
+    assert "run seed=1 horizon=300 done (2/2)" in captured.err  # the notices, through logging
     assert f"wrote {tmp_path / 'db.sqlite'}" in captured.err
     assert f"wrote {tmp_path / 'rep' / 'rate_report.md'}" in captured.err
     assert set(data["fits"]) == {"iterations", "calls"}

@@ -12,6 +12,8 @@ module         extra            used for
 =============  ===============  ==================================================================
 cvxpy          ``cvxpy``        the baselines' projections and LPs, verification references
 sklearn        ``data``         LIBSVM parsing, scikit-learn's bundled data sets and models
+pooch          ``data``         ``zoframe data fetch``: downloads, retries, checksums
+platformdirs   ``data``         the platform's user cache directory (else the XDG rule)
 matplotlib     ``plot``         figures of the reproductions and rate studies
 distributed    ``distributed``  a dask cluster as the executor of a run or a study
 cma            ``peers``        the ``cma-es`` peer (pycma)
@@ -42,8 +44,8 @@ _DISTRIBUTIONS = {
 
 #: module -> the extra of zoframe that installs it
 EXTRAS = {
-    "cvxpy": "cvxpy", "sklearn": "data", "matplotlib": "plot", "distributed": "distributed", "dask": "distributed",
-    "cma": "peers", "nevergrad": "peers", "cocoex": "coco",
+    "cvxpy": "cvxpy", "sklearn": "data", "pooch": "data", "platformdirs": "data", "matplotlib": "plot",
+    "distributed": "distributed", "dask": "distributed", "cma": "peers", "nevergrad": "peers", "cocoex": "coco",
 }
 
 #: the extras that ``zoframe[all]`` installs (pyproject.toml's ``all``; a test keeps the two equal)

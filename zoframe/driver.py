@@ -385,7 +385,8 @@ def minimize(
         record the trace every this many iterations (default: about 100 records per run;
         ``0`` records only the first and last iterate).
     progress:
-        show a progress bar (after half a second) on stderr.
+        show a progress bar (after half a second) on stderr, when stderr is a terminal
+        (``ZOFRAME_PROGRESS=0`` hides it everywhere, ``=always`` draws it off a terminal too).
     x0:
         starting point (default: the problem's ``x0``); never modified.
     executor, chunks:

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import logging
 from typing import Any
 
+from zoframe._output import logger
 from zoframe.errors import InvalidInputError
 
 __all__ = ["add_bench_arguments", "run_bench_command"]
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...; `zoframe list`)")
+    p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...), or problems of your own as "
+                                  "module:attr or path/to/file.py:attr (a problem, a factory, or a list / dict of them)")
     p.add_argument("--solvers", default="", help="comma-separated solver names, e.g. zo-sgd,cobyla,nelder-mead")
     p.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (instance, solver) (1)")
     p.add_argument("--budget", type=int, default=1000, help="max_calls per run (1000)")
@@ -32,7 +34,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-plots", action="store_true", help="write the JSON and Markdown only")
     p.add_argument("--no-verify", action="store_true", help="skip the verification measures of each final point")
     p.add_argument("--list", action="store_true", help="list the suite's instances (one JSON line each) and exit")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, and warnings only on stderr")
 
 
 def _value(text: str) -> Any:
@@ -57,9 +59,14 @@ def run_bench_command(args: argparse.Namespace) -> int:
     from zoframe_bench.runner import run
     from zoframe_bench.suites import describe
 
+    if args.quiet:  # no progress bar, and warnings only
+        log = logger()
+        log.setLevel(max(log.getEffectiveLevel(), logging.WARNING))
     suite_args = _pairs(args.suite_arg, "--suite-arg")
     if args.list:
-        print(describe(default_registry().suite(args.suite).instances(**suite_args)))
+        from zoframe_bench.runner import _instances
+
+        print(describe(_instances(args.suite, suite_args, default_registry())))
         return 0
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
@@ -74,7 +81,7 @@ def run_bench_command(args: argparse.Namespace) -> int:
               suite_args=suite_args, params=params, store=args.store, out=args.out, workers=args.workers,
               dask=args.dask, progress=not args.quiet, feasibility_tol=args.feasibility_tol,
               verify=not args.no_verify, plots=not args.no_plots)
-    print(f"{len(out.tasks)} runs ({out.ran} run now, {out.reused} already in {out.store})", file=sys.stderr)
+    logger("bench").info("%d runs (%d run now, %d already in %s)", len(out.tasks), out.ran, out.reused, out.store)
     for f in out.files:
         if f.endswith("summary.md"):
             with open(f, encoding="utf-8") as fh:

@@ -43,7 +43,15 @@ _SUMMARY_DROP = ("elapsed", "x")  # wall clock and the point (stored as its own 
 
 
 def _instances(suite: str, suite_args: Mapping[str, Any], registry: Registry | None = None) -> Sequence[SuiteInstance]:
-    spec = (registry or default_registry()).suite(suite)
+    from zoframe.errors import UnknownNameError
+    from zoframe_bench import user
+
+    try:
+        spec = (registry or default_registry()).suite(suite)
+    except UnknownNameError:
+        if not user.is_user_suite(suite) and suite not in user._SUITES:
+            raise
+        return user.user_instances(suite, suite_args)  # a problem of the user's own (zoframe_bench.user)
     return spec.instances(**dict(suite_args))
 
 
@@ -249,6 +257,17 @@ class BenchOutcome:
     summary: Mapping[str, Any]
     files: tuple[str, ...]
 
+    def __str__(self) -> str:
+        lines = [f"bench: {len(self.tasks)} runs ({self.ran} run now, {self.reused} reused) in {self.store}"]
+        for name, row in dict(self.summary.get("solvers", {})).items():
+            rates = ", ".join(f"tau={t}: {v.get('success_rate', 0.0):.0%}" for t, v in dict(row.get("targets", {})).items())
+            lines.append(f"  {name}: {row.get('runs', '?')} runs" + (f", solved {rates}" if rates else ""))
+        lines.append(f"  files: {', '.join(self.files)}" if self.files else "  no files written")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"BenchOutcome(store={self.store!r}, tasks={len(self.tasks)}, ran={self.ran}, reused={self.reused}, files={len(self.files)})"
+
 
 def _pool_map(
     fn: Callable[[Task], RunRow], tasks: Sequence[Task], workers: int | None, dask: Any
@@ -286,7 +305,7 @@ def _require_distributed() -> Any:
 
 
 def run(
-    suite: str,
+    suite: Any,
     solvers: Sequence[str],
     *,
     seeds: int | Sequence[int] = 1,
@@ -308,6 +327,11 @@ def run(
     registry: Registry | None = None,
 ) -> BenchOutcome:
     """Run ``solvers`` on every instance of ``suite`` for ``seeds`` seeds and write the profiles.
+
+    ``suite`` is a registered suite name, or problems of the user's own (:mod:`zoframe_bench.user`):
+    a problem object, a factory, a list / dict of them, or a ``"module:attr"`` / ``"file.py:attr"``
+    reference to any of these. Objects and factories passed directly run serially; a reference runs
+    on ``workers`` / ``dask`` too (each worker imports it).
 
     Parameters
     ----------
@@ -343,6 +367,16 @@ def run(
         )
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise InvalidInputError(f"workers must be a positive integer, got {workers!r}")
+    if not isinstance(suite, str):  # problems of the user's own, held by this process
+        from zoframe_bench import user
+
+        if dask is not None or (workers is not None and workers > 1):
+            raise InvalidInputError(
+                "problem objects and factories passed to the bench run serially: worker processes cannot see "
+                "them. Put the problem (or a list of them) in a module or a .py file and pass its "
+                "'module:attr' / 'path/to/file.py:attr' reference to run it in parallel"
+            )
+        suite = user.register(suite, dict(suite_args or {}))
     tasks = make_tasks(suite, solvers, seeds=seeds, budget=budget, budget_unit=budget_unit, suite_args=suite_args,
                        params=params, history_every=history_every, feasibility_tol=feasibility_tol, verify=verify,
                        registry=registry)
@@ -353,7 +387,10 @@ def run(
         done = db.keys()
         todo = [t for t in tasks if t.key not in done]
         bar: Any = None
-        if progress:
+        from zoframe._output import logger, progress_wanted
+
+        logger("bench").info("bench %s: %d runs, %d already in %s", suite, len(tasks), len(tasks) - len(todo), store_path)
+        if progress_wanted(progress):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="run", desc=f"bench {suite}",

@@ -402,7 +402,9 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     refs: dict[str, float] = {}
     summary: dict[str, Any] = {"gap": gap, "seconds_per_run": seconds, "n_samples": n_samples, "datasets": {}}
     iters_ref = int(getattr(args, "reference_iters", REFERENCE_ITERS))
-    for ds in tqdm(args.datasets, desc="fused lasso", disable=not progress):
+    from zoframe._output import progress_wanted
+
+    for ds in tqdm(args.datasets, desc="fused lasso", disable=not progress_wanted(progress)):
         prob = FusedLasso(ds, n_samples=n_samples, seed=args.seed)
         key = f"fused-lasso|{ds}|{n_samples}|{args.seed}|{prob.tau1}|{prob.tau2}|{prob.sigma}|{prob.group}"
         ref = reference_objective(prob, iters=iters_ref, cache_key=key)

@@ -47,7 +47,6 @@ import json
 import math
 import os
 from pathlib import Path
-import sys
 import time
 from typing import Any
 
@@ -272,7 +271,9 @@ def select_all(args: argparse.Namespace, out: Path, executor: Executor | None) -
     from tqdm.auto import tqdm
 
     cells = _cells(args)
-    bar = tqdm(cells, desc="hyper-parameters", unit="cell", disable=args.no_progress, leave=False)
+    from zoframe._output import progress_wanted
+
+    bar = tqdm(cells, desc="hyper-parameters", unit="cell", disable=not progress_wanted(not args.no_progress), leave=False)
     for family, ds, solver in bar:
         key = f"{family}|{ds}|{solver}"
         if key in cache and cache[key].get("_tune") == args.tune and cache[key].get("_select_feasible") == args.select_feasible:
@@ -363,7 +364,9 @@ def run_jobs(jobs: Sequence[Job], out: Path, executor: Executor | None, progress
     todo = [j for j in jobs if j.key not in done]
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress or not todo)
+    from zoframe._output import progress_wanted
+
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress_wanted(progress) or not todo)
     with path.open("a", encoding="utf-8") as fh:
         def write(row: dict[str, Any]) -> None:
             fh.write(json.dumps(row) + "\n")
@@ -631,5 +634,9 @@ def run(args: argparse.Namespace) -> int:
     for name in WRITTEN:
         print(f"  {out / name}")
     if os.environ.get("ZOFRAME_DATA") is None and ns.table == "pairwise":
-        print("(LIBSVM files are looked up in ZOFRAME_DATA or the user cache; `zoframe data fetch NAME` downloads them)", file=sys.stderr)
+        from zoframe._output import logger
+
+        logger("reproduce").info(
+            "LIBSVM files are looked up in ZOFRAME_DATA or the user cache; `zoframe data fetch NAME` downloads them"
+        )
     return 0 if failed == 0 else 1

@@ -31,7 +31,6 @@ import json
 import math
 import os
 from pathlib import Path
-import sys
 from typing import Any
 
 import numpy as np
@@ -257,10 +256,12 @@ def run(args: argparse.Namespace) -> int:
                 if not _done(path, key):
                     tasks.append((dataset, solver, seed, cfg, str(path)))
     total = len(cfg["datasets"]) * len(cfg["solvers"]) * cfg["seeds"]
-    print(f"minimax Figure 1: {total} runs, {total - len(tasks)} already done in {out}/runs", file=sys.stderr)
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(tasks), unit="run", desc="minimax", disable=args.no_progress or not tasks)
+    from zoframe._output import logger, progress_wanted
+
+    logger("reproduce").info("minimax Figure 1: %d runs, %d already done in %s/runs", total, total - len(tasks), out)
+    bar = tqdm(total=len(tasks), unit="run", desc="minimax", disable=not progress_wanted(not args.no_progress) or not tasks)
     if cfg_jobs(args) > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=cfg_jobs(args)) as pool:
             for _ in pool.map(_one_run, tasks):

@@ -216,6 +216,13 @@ class Report:
     def __str__(self) -> str:
         return self.to_text()
 
+    def __repr__(self) -> str:
+        return (
+            f"Report(problem={self.problem!r}, kind={self.kind!r}, solver={self.solver!r}, "
+            f"verdict={'PASS' if self.passed else 'FAIL'}, measures={len(self.measures)}, "
+            f"reference={self.reference_source!r})"
+        )
+
 
 def _finite(v: float) -> float | None:
     return float(v) if math.isfinite(v) else None
@@ -267,6 +274,7 @@ def verify(
     active_tol: float = 1e-6,
     eta: float = 1.0,
     tolerances: Tolerances | None = None,
+    problem_args: Mapping[str, Any] | None = None,
 ) -> Report:
     """The verification report of a run (a :class:`~zoframe.result.Result`), a mapping of outputs
     (``{"x": ..., "y": ...}``) or a bare point ``x``.
@@ -275,7 +283,14 @@ def verify(
     its known solution; pass a :class:`ReferenceSolution` to reuse one, or ``False`` for none.
     The report's verdict (:attr:`Report.passed`, :meth:`Report.verdict`) checks the measures
     against ``tolerances`` (default :class:`Tolerances`).
+
+    ``problem``: a problem object, a factory returning one (called with ``problem_args``), a
+    registered name or a ``"module:attr"`` / ``"file.py:attr"`` reference (:mod:`zoframe.userproblem`).
     """
+    from zoframe.userproblem import is_problem, problem_source
+
+    if problem_args is not None or not is_problem(problem):
+        problem = problem_source(problem).build(**dict(problem_args or {}))
     tol = Tolerances() if tolerances is None else tolerances
     kind = str(getattr(problem, "kind", ""))
     outs, solver = _outputs(result_or_x)
@@ -386,7 +401,11 @@ def load_saved_result(path: str | os.PathLike[str]) -> tuple[dict[str, Array], d
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("result", nargs="?", help="a run saved with `zoframe solve ... -o RESULT` (RESULT.json/.npz)")
-    parser.add_argument("--problem", default=None, help="registered problem of the run (unless stored in RESULT.json)")
+    parser.add_argument(
+        "--problem", default=None,
+        help="problem of the run (unless stored in RESULT.json): a registered name, or module:attr / "
+        "path/to/file.py:attr naming a factory or a problem object of your own",
+    )
     parser.add_argument("--problem-arg", action="append", metavar="KEY=VALUE", help="problem parameter")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference solution")
@@ -442,12 +461,12 @@ def run_verify_command(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            from zoframe.cli import problem_arguments
+            from zoframe.cli import build_problem, problem_arguments
 
             reg = default_registry()
             pkw = dict(summary.get("problem_args", {}) or {})
             pkw.update(problem_arguments(reg, str(name), getattr(args, "problem_arg", None)))
-            problem = reg.make_problem(str(name), **pkw)
+            problem = build_problem(reg, str(name), pkw)
         solver = summary.get("solver")
         if solver:
             target = dict(target)
