@@ -179,7 +179,9 @@ FAILURE_KINDS = ("missing dependency", "ERROR", "TIMEOUT", "FAILED")
 
 def _failure_kind(row: RunRow) -> str | None:
     """``missing dependency``, ``ERROR`` (the run could not start), ``TIMEOUT``, ``FAILED`` (raised mid-run) or None."""
-    if row.status == "ERROR" and row.reason.startswith(("MissingDependencyError", "ModuleNotFoundError", "ImportError")):
+    if row.status in ("ERROR", "FAILED") and any(
+        f"{name}: " in row.reason for name in ("MissingDependencyError", "ModuleNotFoundError", "ImportError")
+    ):
         return "missing dependency"
     return row.status if row.status in ("ERROR", "TIMEOUT", "FAILED") else None
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from zoframe import checkpoint as ckpt
-from zoframe.errors import InvalidInputError
+from zoframe.errors import CheckpointError, InvalidInputError
 from zoframe.protocols import Array
 from zoframe.run import RunLoop, Stop
 
@@ -117,6 +117,28 @@ def restore(path: str | os.PathLike[str], parts: Sequence[Stateful], *, solver: 
     registered solvers, so an unregistered solver object resumes its own checkpoints.
     """
     state, gen, meta, arrays = ckpt.load(path, solver=solver, registry=registry)
-    for part in parts:
-        part.restore(meta, arrays)
+    try:
+        for part in parts:
+            part.restore(meta, arrays)
+        _check_progress(meta)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise CheckpointError(
+            f"checkpoint {path} is damaged: its run state does not read back ({type(exc).__name__}: {exc}); "
+            "restore it from one save or restart the run"
+        ) from None
     return state, gen, meta
+
+
+def _check_progress(meta: Mapping[str, Any]) -> None:
+    """The counters, iterations and seconds the driver reads on resume, checked (raises on damage)."""
+    counters = meta["counters"]
+    for key in ("calls_by_kind", "calls_by_purpose"):
+        if not all(isinstance(v, int) and v >= 0 for v in counters[key].values()):
+            raise ValueError(f"counters.{key} holds a value that is not a count")
+    if not isinstance(counters["calls"], int) or counters["calls"] < 0:
+        raise ValueError("counters.calls is not a count")
+    if not isinstance(meta["nit"], int) or meta["nit"] < 0:
+        raise ValueError(f"nit is {meta['nit']!r}, not a count")
+    seconds = meta["seconds"]
+    if not isinstance(seconds, (int, float)) or not np.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"seconds is {seconds!r}")
