@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 import hashlib
+import io
 import json
 import os
 from pathlib import Path
@@ -168,6 +169,7 @@ class _Channel:
         self.count = 0
         self.log: list[tuple[str, Array]] = []  # (digest, values) of every request answered
         self.replay: list[tuple[str, Array]] = []  # answers read from a checkpoint
+        self.source = "the checkpoint"  # the file they were read from
         self.oracle: CountingOracle | None = None
         self._purposes: Counter[str] = Counter()
 
@@ -187,12 +189,13 @@ class _Channel:
             stored, values = self.replay[i]
             if stored != digest:
                 raise CheckpointError(
-                    f"resuming replayed the run differently at request #{i}: the solver asked other points than "
-                    "when the checkpoint was written (another problem, x0 or version of the solver?)"
+                    f"resuming {self.source} replayed the run differently at request #{i}: the solver asked other "
+                    "points than when the checkpoint was written (another problem, x0 or version of the solver, "
+                    "or a damaged file?)"
                 )
             if values.shape != (arrays[0].shape[0], idx.shape[0]):
                 raise CheckpointError(
-                    f"the checkpoint's values of request #{i} have shape {values.shape}, not the "
+                    f"{self.source}: the values of request #{i} have shape {values.shape}, not the "
                     f"{(arrays[0].shape[0], idx.shape[0])} asked: the file is damaged"
                 )
             self.log.append((digest, values))
@@ -374,7 +377,13 @@ class Run:
                     if _jsonable(stored.get(k)) != _jsonable(v)]
             if diff:
                 raise InvalidInputError(f"cannot resume {resume}: the run differs ({'; '.join(diff)})")
+            if nonfinite == "raise" and not all(np.isfinite(v).all() for _, v in replay):
+                raise CheckpointError(
+                    f"ask/tell checkpoint {resume} holds non-finite values, which a run with nonfinite='raise' "
+                    "never accepts: the file is damaged"
+                )
             self._channel.replay = replay
+            self._channel.source = f"ask/tell checkpoint {resume}"
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -478,7 +487,7 @@ def _load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[tuple[str,
     if not target.is_file():
         raise CheckpointError(f"no ask/tell checkpoint at {path!s}")
     try:
-        with np.load(target, allow_pickle=False) as data:
+        with np.load(io.BytesIO(target.read_bytes()), allow_pickle=False) as data:  # no handle left open on damage
             files = set(data.files)
             if "meta" not in files:
                 raise CheckpointError(f"{target} is not an ask/tell checkpoint (no meta)")

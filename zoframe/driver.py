@@ -314,7 +314,7 @@ def build_run(
                 "resume continues the checkpoint's generator: pass rng=None (or the checkpoint's integer seed), "
                 "not a Generator"
             )
-        state, gen, meta = restore(resume, (trace, best), solver=solv, registry=reg)
+        state, gen, meta = restore(resume, (trace, best), solver=solv, registry=reg, dim=oracle.dim)
         check_resume(resume, meta, solver_name, config, wanted)
         seed = meta.get("seed")
         oracle.restore(meta["counters"])

@@ -266,7 +266,7 @@ class Result:
                 "interrupted). zoframe.checkpoint.settle_pair(PATH) completes an interrupted save; otherwise "
                 "save the run again"
             )
-        with np.load(npath, allow_pickle=False) as data:
+        with np.load(io.BytesIO(npath.read_bytes()), allow_pickle=False) as data:  # no handle left open on damage
             arrays = {k: np.array(data[k]) for k in data.files}
         try:
             status = Status[str(doc["status"])]
@@ -336,7 +336,7 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(jpath, encoding="utf-8") as fh:
         try:
             doc = json.load(fh)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"{jpath} is not valid JSON ({exc}); was it written by Result.save?") from exc
     if not isinstance(doc, dict):
         raise InvalidInputError(f"{jpath} holds a {type(doc).__name__}, not the summary of a saved run")

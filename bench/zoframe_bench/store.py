@@ -182,7 +182,7 @@ class BenchStore:
             self._con.execute(_SCHEMA)
             self._con.commit()
             cols = [str(r[1]) for r in self._con.execute("PRAGMA table_info(runs)")]
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: text that is not UTF-8
             self._con.close()
             if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc):
                 raise BenchStoreError(f"cannot open bench store {self.path}: {exc}; give a writable file path") from None
@@ -238,7 +238,7 @@ class BenchStore:
     def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
             return [tuple(r) for r in self._con.execute(sql, args)]
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: text that is not UTF-8
             raise _damaged(self.path, str(exc)) from None
 
     def keys(self) -> set[str]:
@@ -390,7 +390,7 @@ def repair(path: str | os.PathLike[str]) -> RepairReport:
         con = sqlite3.connect(f"file:{moved}?mode=ro", uri=True)
         try:
             keys = [r[0] for r in con.execute("SELECT key FROM runs")]
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, ValueError):
             keys = []
             dropped = 1  # nothing readable: at least the file itself is lost
         for key in keys:
@@ -401,7 +401,7 @@ def repair(path: str | os.PathLike[str]) -> RepairReport:
             except Exception:  # a damaged row: dropped, run again by the next bench
                 dropped += 1
         con.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, ValueError):
         dropped = max(dropped, 1)
     with BenchStore(p) as db:
         db.lock()
