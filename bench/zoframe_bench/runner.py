@@ -562,7 +562,7 @@ def run(
 
     if workers is not None and dask is not None:
         raise InvalidInputError("give either workers (a process pool) or dask (a cluster), not both")
-    if registry is not None and (dask is not None or (workers is not None and workers > 1)):
+    if registry is not None and (dask is not None or workers is not None):
         raise InvalidInputError(
             "a registry of your own works for serial benches only: worker processes find solvers and suites "
             "through the installed plugins (install your plugin, with its entry point, to run it in parallel)"
