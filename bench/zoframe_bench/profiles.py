@@ -40,6 +40,7 @@ __all__ = [
     "ProfileTable",
     "data_profile",
     "ecdf",
+    "failure_kind",
     "failure_lines",
     "failures",
     "performance_profile",
@@ -177,7 +178,7 @@ def _median(values: Sequence[float]) -> float | None:
 FAILURE_KINDS = ("missing dependency", "ERROR", "TIMEOUT", "FAILED")
 
 
-def _failure_kind(row: RunRow) -> str | None:
+def failure_kind(row: RunRow) -> str | None:
     """``missing dependency``, ``ERROR`` (the run could not start), ``TIMEOUT``, ``FAILED`` (raised mid-run) or None."""
     if row.status in ("ERROR", "FAILED") and any(
         f"{name}: " in row.reason for name in ("MissingDependencyError", "ModuleNotFoundError", "ImportError")
@@ -194,7 +195,7 @@ def failures(rows: Sequence[RunRow]) -> dict[str, dict[str, Any]]:
     """
     out: dict[str, dict[str, Any]] = {}
     for r in sorted(rows, key=lambda r: (r.task.instance, r.task.seed, r.task.key)):
-        kind = _failure_kind(r)
+        kind = failure_kind(r)
         if kind is None:
             continue
         if kind not in out:
@@ -233,7 +234,7 @@ def summarise(
         entry: dict[str, Any] = {
             "runs": len(mine),
             "statuses": dict(sorted(statuses.items())),
-            "failed_runs": sum(1 for r in mine if _failure_kind(r) is not None),
+            "failed_runs": sum(1 for r in mine if failure_kind(r) is not None),
             "failures": failures(mine),
             "result_success_rate": float(np.mean([bool(r.result.get("success", False)) for r in mine])) if mine else 0.0,
             "median_final_violation": _median(viols),

@@ -546,7 +546,8 @@ def run(
     time_limit:
         seconds one run may take (default :data:`DEFAULT_TIME_LIMIT`, 600; ``None``: no limit). A
         run past it is stopped and stored as a ``TIMEOUT`` row; a later bench with a larger limit
-        runs it again. Not enforced on dask.
+        runs it again. Not enforced on dask. A later bench also runs the ``ERROR`` rows (runs that
+        never started) and the runs that lacked a dependency again.
     taus:
         the tolerances of the convergence test ``f(x) <= f_L + tau (f(x0) - f_L)``.
     plots:
@@ -612,7 +613,12 @@ def run(
 
 
 def _retry(row: RunRow, time_limit: float | None) -> bool:
-    """A stored TIMEOUT is run again under a larger limit (or none)."""
+    """Run again: an ERROR (it never started: e.g. a dependency installed since, a worker that died), a
+    missing dependency, and a TIMEOUT under a larger limit (or none)."""
+    from zoframe_bench.profiles import failure_kind
+
+    if row.status == "ERROR" or failure_kind(row) == "missing dependency":
+        return True
     if row.status != "TIMEOUT":
         return False
     before = row.result.get("time_limit")
