@@ -228,3 +228,14 @@ def test_a_huge_libsvm_index_is_a_data_format_error(tmp_path: Path, token: str) 
     for load in (load_libsvm, parse_careful):
         with pytest.raises(DataFormatError, match=rf"huge\.svm, line 2: the feature index .* in '{token}' is too large"):
             load(path)
+
+
+def test_solve_output_that_cannot_be_written_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from zoframe.cli import main
+
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    code = main(["solve", "quadratic", "--problem-arg", "dim=3", "--max-iter", "5", "--no-progress",
+                 "--output", str(blocker / "res")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("zoframe: error: --output") and "not a directory" in err[0]

@@ -11,7 +11,7 @@ damaged in one seeded-random way per case, and read back the way a user would re
 * saved results (``Result.save`` / ``Result.load``): the same damage;
 * bench stores (``bench.sqlite``): damaged bytes, or one cell of one row set to a value of the
   wrong kind;
-* ``zoframe bench`` argument lists drawn from valid and hostile values.
+* ``zoframe bench`` and ``zoframe solve`` argument lists drawn from valid and hostile values.
 
 The only acceptable outcomes: the documented error (``CheckpointError`` / ``InvalidInputError`` /
 ``BenchStoreError`` naming the file; a ``zoframe: error:`` line or argparse's usage error), or a load
@@ -342,3 +342,41 @@ def test_fuzz_bench_command_line(tmp_path: Path, case: int, capsys: pytest.Captu
     else:
         errors = [ln for ln in err if ln.startswith("zoframe: error: ")]
         assert code == 2 and len(errors) == 1 and "Traceback" not in "\n".join(err), (args, err)
+
+
+SOLVE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "--solver": ("zo-sgd", "cobyla", "dszog", "no-such", ""),
+    "--problem-arg": ("dim=3", "dim=0", "dim=x", "dim=-2", "bogus=1", "dim", "=3", "cond=nan", "cond=-1"),
+    "--param": ("eta=0.1", "eta=-1", "eta=nan", "bogus=1", "q=0", "eta", "q=1e99", "batch=[1]"),
+    "--seed": ("0", "-1", "x", "99999999999999999999"),
+    "--max-iter": ("5", "0", "-1", "x"),
+    "--max-calls": ("200", "0", "-5", "1"),
+    "--max-time": ("5", "0", "-1", "nan", "inf"),
+    "--estimator": ("gaussian", "no-such"),
+    "--estimator-param": ("q=2", "bogus=1", "q=x"),
+    "--output": ("{tmp}/res", "{tmp}/file.txt/res", "/proc/nope/res"),
+}
+
+
+@pytest.mark.parametrize("case", range(CASES))
+def test_fuzz_solve_command_line(tmp_path: Path, case: int, capsys: pytest.CaptureFixture[str]) -> None:
+    from zoframe.cli import main
+
+    rng = np.random.default_rng([6, case])
+    (tmp_path / "file.txt").write_text("x")
+    args = ["solve", "quadratic" if rng.random() < 0.9 else "no-such-problem", "--no-progress",
+            "--problem-arg", "dim=3", "--max-iter", "5"]
+    names = sorted(SOLVE_OPTIONS)
+    for i in rng.choice(len(names), size=int(rng.integers(1, 4)), replace=False):
+        values = SOLVE_OPTIONS[names[int(i)]]
+        args += [names[int(i)], values[int(rng.integers(len(values)))].format(tmp=tmp_path)]
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse: usage and one error line, exit code 2
+        err = capsys.readouterr().err
+        assert exc.code == 2 and "error:" in err and "Traceback" not in err, (args, err)
+        return
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code in (0, 1, 2), (args, code)
+    if code == 2:
+        assert len([ln for ln in err if ln.startswith("zoframe: error: ")]) == 1, (args, err)
