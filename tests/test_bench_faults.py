@@ -119,6 +119,12 @@ def test_a_hanging_run_becomes_a_timeout_row_and_the_bench_goes_on(tmp_path: Pat
         assert {r.result["time_limit"] for r in db.rows() if r.status == "TIMEOUT"} == {0.6}
 
 
+def test_a_registry_of_your_own_refuses_worker_processes(tmp_path: Path) -> None:
+    for where in ({"workers": 1}, {"workers": 2}, {"dask": "tcp://127.0.0.1:1"}):
+        with pytest.raises(InvalidInputError, match="serial benches only"):
+            run(solvers=["hang"], out=tmp_path, registry=_hang_registry(), **where, **SMALL)
+
+
 def test_time_limit_is_checked(tmp_path: Path) -> None:
     for bad in (0, -1.0, float("nan"), True):
         with pytest.raises(InvalidInputError, match="time_limit"):
