@@ -272,7 +272,8 @@ def test_a_store_that_is_not_a_database_is_refused_and_nothing_written(tmp_path:
     assert store.read_bytes() == before
     assert not (tmp_path / "summary.json").exists()
     rep = repair(store)
-    assert rep.kept == 0 and rep.moved_to is not None and Path(rep.moved_to).read_bytes() == before
+    assert rep.kept == 0 and rep.dropped is None and rep.moved_to is not None
+    assert Path(rep.moved_to).read_bytes() == before
     assert run(solvers=["cobyla"], out=tmp_path, **SMALL).ran == 7
 
 
@@ -323,6 +324,8 @@ def test_two_benches_on_one_store_do_not_both_run(tmp_path: Path) -> None:
         holder.lock()
         with pytest.raises(BenchStoreError, match=rf"in use by another bench \(pid {os.getpid()}\)"):
             run(solvers=["cobyla"], out=tmp_path, **SMALL)
+        with pytest.raises(BenchStoreError, match="in use by another bench"):  # nor is it repaired under it
+            repair(store)
     assert run(solvers=["cobyla"], out=tmp_path, **SMALL).ran == 7  # the lock went with its holder
 
 

@@ -69,8 +69,9 @@ def _repair(args: argparse.Namespace) -> None:
     if rep.moved_to is None:
         print(f"store {path}: sound ({rep.kept} runs), nothing to repair", file=sys.stderr)
     else:
-        print(f"store {path}: kept {rep.kept} runs, dropped {rep.dropped} (run again now); the damaged file "
-              f"is kept as {rep.moved_to}", file=sys.stderr)
+        lost = "no run could be read" if rep.dropped is None else f"dropped {rep.dropped} (run again now)"
+        print(f"store {path}: kept {rep.kept} runs, {lost}; the damaged file is kept as {rep.moved_to}",
+              file=sys.stderr)
 
 
 def run_bench_command(args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ import numpy as np
 from zoframe.errors import InvalidInputError
 from zoframe.protocols import Array
 
-__all__ = ["BenchStore", "BenchStoreError", "RepairReport", "RunRow", "Task", "repair"]
+__all__ = ["BenchStore", "BenchStoreError", "DamagedStoreError", "RepairReport", "RunRow", "Task", "repair"]
 
 #: the statuses a bench writes itself (the others are the driver's status names)
 BENCH_STATUSES = ("SKIPPED", "ERROR", "TIMEOUT", "FAILED")
@@ -43,6 +43,10 @@ BENCH_STATUSES = ("SKIPPED", "ERROR", "TIMEOUT", "FAILED")
 
 class BenchStoreError(InvalidInputError):
     """A bench store that cannot be read or written (damaged, locked, or not a file)."""
+
+
+class DamagedStoreError(BenchStoreError):
+    """A bench store whose file or one of whose runs does not read back (see :func:`repair`)."""
 
 
 
@@ -141,13 +145,40 @@ _SCHEMA = (
 )
 
 
-def _damaged(path: str, what: str) -> BenchStoreError:
-    return BenchStoreError(
+def _damaged(path: str, what: str) -> DamagedStoreError:
+    return DamagedStoreError(
         f"bench store {path} is damaged ({what}); nothing was written to it. Keep its sound runs with "
         f"`zoframe bench ... --repair` (or zoframe_bench.store.repair({path!r})): the file is moved to "
         f"{Path(path).name}.damaged-TIME beside it and every readable run is copied into a new {Path(path).name}; "
         "or move the file away to start afresh"
     )
+
+
+def _lock_file(store: str) -> int | None:
+    """An exclusive ``flock`` on ``STORE.lock`` (its descriptor; ``None`` without ``fcntl``), or raise at once."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    lock_path = store + ".lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise BenchStoreError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        try:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+        finally:
+            os.close(fd)
+        raise BenchStoreError(
+            f"bench store {store} is in use by another bench (pid {holder}); wait for it to finish "
+            "and run again (its finished runs are reused, none is run twice), or give another --store"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
 
 
 class BenchStore:
@@ -197,31 +228,8 @@ class BenchStore:
         The lock is released by :meth:`close` and by the end of the process, however it ends. No-op
         for ``":memory:"`` and where ``fcntl`` is missing (Windows).
         """
-        if self.path == ":memory:" or self._lock_fd is not None:
-            return
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            return
-        lock_path = self.path + ".lock"
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise BenchStoreError(f"cannot create the lock file {lock_path}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            try:
-                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            finally:
-                os.close(fd)
-            raise BenchStoreError(
-                f"bench store {self.path} is in use by another bench (pid {holder}); wait for it to finish "
-                "and run again (its finished runs are reused, none is run twice), or give another --store"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._lock_fd = fd
+        if self.path != ":memory:" and self._lock_fd is None:
+            self._lock_fd = _lock_file(self.path)
 
     def close(self) -> None:
         self._con.close()
@@ -354,7 +362,7 @@ class RepairReport:
 
     path: str
     kept: int
-    dropped: int
+    dropped: int | None
     moved_to: str | None
 
 
@@ -362,49 +370,59 @@ def repair(path: str | os.PathLike[str]) -> RepairReport:
     """Keep the sound runs of a damaged bench store; a sound store is left as it is.
 
     The damaged file is renamed ``NAME.damaged-TIME`` (never deleted) and every run that reads back
-    is copied into a new store at ``path``; the dropped runs are run again by the next bench. Raises
-    :class:`BenchStoreError` if another bench holds the store's lock.
+    is copied into a new store at ``path``; the dropped runs are run again by the next bench.
+    ``dropped`` is ``None`` when no run could be read at all. Raises :class:`BenchStoreError` if
+    another bench holds the store's lock, or the file cannot be moved or written.
     """
     p = str(path)
+    if Path(p).is_dir():
+        raise BenchStoreError(f"bench store {p} is a directory, not a store to repair")
     if not Path(p).exists():
         return RepairReport(p, 0, 0, None)
+    fd = _lock_file(p)
+    try:
+        return _repair(p)
+    except OSError as exc:
+        raise BenchStoreError(f"cannot repair bench store {p}: {exc.strerror or exc}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _repair(p: str) -> RepairReport:
     try:
         with BenchStore(p) as db:
-            db.lock()
             return RepairReport(p, db.check(), 0, None)
-    except BenchStoreError as exc:
-        if "in use by another bench" in str(exc) or "is a directory" in str(exc):
-            raise
-    moved = f"{p}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
-    k = 0
+    except DamagedStoreError:
+        pass  # keep what is sound, below; any other error (not writable, ...) is raised as it is
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    moved, k = f"{p}.damaged-{stamp}", 0
     while Path(moved).exists():
         k += 1
-        moved = f"{p}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{k}"
+        moved = f"{p}.damaged-{stamp}-{k}"
     os.replace(p, moved)
     for suffix in ("-journal", "-wal", "-shm"):  # SQLite's side files belong to the damaged file
         if Path(p + suffix).exists():
             os.replace(p + suffix, moved + suffix)
     sound: list[tuple[Any, ...]] = []
-    dropped = 0
+    dropped: int | None = 0
     try:
         con = sqlite3.connect(f"file:{moved}?mode=ro", uri=True)
         try:
             keys = [r[0] for r in con.execute("SELECT key FROM runs")]
         except (sqlite3.DatabaseError, ValueError):
-            keys = []
-            dropped = 1  # nothing readable: at least the file itself is lost
+            keys, dropped = [], None  # nothing readable
         for key in keys:
             try:
                 r = tuple(con.execute("SELECT * FROM runs WHERE key = ?", (key,)).fetchone())
                 _parse(r)
                 sound.append(r)
             except Exception:  # a damaged row: dropped, run again by the next bench
-                dropped += 1
+                dropped = (dropped or 0) + 1
         con.close()
     except (sqlite3.Error, ValueError):
-        dropped = max(dropped, 1)
+        dropped = None
     with BenchStore(p) as db:
-        db.lock()
         db._con.executemany(
             "INSERT OR IGNORE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", sound
         )
