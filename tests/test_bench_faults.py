@@ -119,6 +119,29 @@ def test_a_hanging_run_becomes_a_timeout_row_and_the_bench_goes_on(tmp_path: Pat
         assert {r.result["time_limit"] for r in db.rows() if r.status == "TIMEOUT"} == {0.6}
 
 
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="the serial time limit is a POSIX timer")
+def test_the_serial_time_limit_keeps_an_outer_alarm_working(tmp_path: Path) -> None:
+    # e.g. pytest-timeout's: it fires at its own deadline and is re-armed for what is left of it
+    fired: list[float] = []
+    outer = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(time.monotonic()))
+    before = signal.getitimer(signal.ITIMER_REAL)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        res = run(solvers=["hang"], out=tmp_path / "a", registry=_hang_registry(), time_limit=0.5, **SMALL)
+        assert res.summary["solvers"]["hang"]["failures"]["TIMEOUT"]["count"] == 3
+        assert len(fired) == 1  # the outer alarm, once, during the first run
+        handler = signal.getsignal(signal.SIGALRM)
+        assert callable(handler) and getattr(handler, "__name__", "") == "<lambda>"
+        signal.setitimer(signal.ITIMER_REAL, 100.0)
+        t0 = time.monotonic()
+        run(solvers=["hang"], out=tmp_path / "b", registry=_hang_registry(), time_limit=0.3, **SMALL)
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert abs(100.0 - (time.monotonic() - t0) - left) < 0.5  # still armed, for what was left
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, *before)
+        signal.signal(signal.SIGALRM, outer)
+
+
 def test_a_registry_of_your_own_refuses_worker_processes(tmp_path: Path) -> None:
     for where in ({"workers": 1}, {"workers": 2}, {"dask": "tcp://127.0.0.1:1"}):
         with pytest.raises(InvalidInputError, match="serial benches only"):

@@ -208,7 +208,12 @@ class RunTimeout(BaseException):
 
 @contextlib.contextmanager
 def _time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise :class:`RunTimeout` in this thread after ``seconds`` (POSIX main thread; else no limit)."""
+    """Raise :class:`RunTimeout` in this thread after ``seconds`` (POSIX main thread; else no limit).
+
+    A ``SIGALRM`` timer someone else armed (e.g. pytest-timeout, or the caller's own) keeps working:
+    if its deadline comes first its handler is called then, and it is re-armed for what is left of
+    it on the way out, with its handler back.
+    """
     if (
         not seconds
         or not hasattr(signal, "setitimer")
@@ -216,17 +221,34 @@ def _time_limit(seconds: float | None) -> Iterator[None]:
     ):
         yield
         return
+    prev_handler = signal.getsignal(signal.SIGALRM)
+    prev_left, prev_interval = signal.getitimer(signal.ITIMER_REAL)
+    t0 = time.monotonic()
+    ours = float(seconds)
+    fired = [False]
 
     def _expired(signum: int, frame: Any) -> None:
+        elapsed = time.monotonic() - t0
+        if prev_left and not fired[0] and elapsed + 1e-3 >= prev_left and elapsed + 1e-3 < ours:
+            fired[0] = True  # the other timer's deadline: its handler, then ours again
+            if callable(prev_handler):
+                prev_handler(signum, frame)
+            signal.setitimer(signal.ITIMER_REAL, max(ours - (time.monotonic() - t0), 1e-3))
+            return
         raise RunTimeout
 
-    old = signal.signal(signal.SIGALRM, _expired)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, min(ours, prev_left) if prev_left else ours)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGALRM, prev_handler)
+        if prev_left and not fired[0]:
+            left = prev_left - (time.monotonic() - t0)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), prev_interval)
+        elif prev_left and prev_interval:  # a periodic timer that fired during the run goes on
+            signal.setitimer(signal.ITIMER_REAL, prev_interval, prev_interval)
 
 
 def stub_row(task: Task, status: str, reason: str, seconds: float, registry: Registry | None = None,
