@@ -36,15 +36,20 @@ KINDS = frozenset({"finite_sum"})  # 3 of the 7 smoke instances; the others are 
 
 @dataclass
 class Hang:
-    """Never returns from its first step; ``stubborn`` also swallows every exception raised in it."""
+    """Never returns from its first step; ``stubborn`` also swallows every exception raised in it;
+    ``crash`` ends its process instead."""
 
     stubborn: bool = False
+    crash: bool = False
     problem_kinds = KINDS
 
     def init(self, oracle, x0, rng):
         return SimpleNamespace(x=x0.copy())
 
     def step(self, oracle, state, rng):
+        if self.crash:
+            import os
+            os._exit(7)
         while True:
             try:
                 time.sleep(0.02)
@@ -158,10 +163,11 @@ _POOL_SCRIPT = textwrap.dedent('''
     import json, sys
     import zoframe_bench
     if __name__ == "__main__":
-        solvers = ["hang"] if sys.argv[3] == "1" else ["hang", "nelder-mead"]
+        mode = sys.argv[3]
+        solvers = ["hang", "nelder-mead"] if mode == "plain" else ["hang"]
         res = zoframe_bench.run("smoke", solvers, seeds=1, budget=60, progress=False, verify=False,
                                 plots=False, out=sys.argv[1], workers=2, time_limit=float(sys.argv[2]),
-                                params={"hang": {"stubborn": sys.argv[3] == "1"}})
+                                params={"hang": {"stubborn": mode == "stubborn", "crash": mode == "crash"}})
         print(json.dumps({"ran": res.ran, "failures": res.summary["solvers"]["hang"]["failures"]}))
 ''')
 
@@ -173,7 +179,7 @@ def test_a_hanging_run_on_a_process_pool_becomes_a_timeout_row(tmp_path: Path, s
     script.write_text(_POOL_SCRIPT)
     # the limit counts a fresh worker's imports: 2 s leaves nelder-mead's first runs room on a busy machine
     limit = "0.5" if stubborn else "2"
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "out"), limit, "1" if stubborn else "0"],
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "out"), limit, "stubborn" if stubborn else "plain"],
                           env=_plugin_env(tmp_path), capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -183,6 +189,17 @@ def test_a_hanging_run_on_a_process_pool_becomes_a_timeout_row(tmp_path: Path, s
         rows = list(db.rows())
     assert {r.status for r in rows if r.task.solver == "hang"} == {"TIMEOUT", "SKIPPED"}
     assert all(r.ran for r in rows if r.task.solver == "nelder-mead" and r.status != "SKIPPED")
+
+
+def test_a_worker_that_dies_gives_an_error_row_and_a_new_worker(tmp_path: Path) -> None:
+    script = tmp_path / "pool.py"
+    script.write_text(_POOL_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "out"), "60", "crash"],
+                          env=_plugin_env(tmp_path), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ran"] == 7 and out["failures"]["ERROR"]["count"] == 3
+    assert "the worker process died during the run (exit code 7" in out["failures"]["ERROR"]["first"]
 
 
 # --------------------------------------------------------------------------- workers die with the bench

@@ -444,7 +444,12 @@ def _process_pool(tasks: Sequence[Task], workers: int, time_limit: float | None)
         while pending or busy:
             while idle and pending:
                 w, t = idle.pop(), pending.popleft()
-                w.conn.send(t)
+                try:
+                    w.conn.send(t)
+                except OSError:  # the worker died while it waited (killed from outside): a new one
+                    w.stop(kill=True)
+                    w = _Worker(ctx, time_limit)
+                    w.conn.send(t)
                 busy[w.conn] = (w, t, time.monotonic())
             wait = None if hard is None else max(0.0, min(t0 + hard for _, _, t0 in busy.values()) - time.monotonic())
             for conn in multiprocessing.connection.wait(list(busy), timeout=wait):
