@@ -17,8 +17,8 @@ Faults: every run has a time limit (``time_limit`` seconds, :data:`DEFAULT_TIME_
 a run past it is stopped and stored as a ``TIMEOUT`` row, and the bench goes on. Serially the limit
 is a ``SIGALRM`` in the bench's process (POSIX, main thread); on a process pool the worker stops the
 run the same way and, should the run not give up, the bench kills the worker ``time_limit * 1.1 +
-2`` seconds after the start and starts a new one. A worker that dies (a crash, an out-of-memory
-kill) gives an ``ERROR`` row. Workers die with the bench: each one watches a pipe that only the
+5`` seconds after it handed the task over (building the instance included) and starts a new one.
+A worker that dies (a crash, an out-of-memory kill) gives an ``ERROR`` row. Workers die with the bench: each one watches a pipe that only the
 bench holds open, and exits when it closes, however the bench ended (``kill -9`` included). A run
 that raises before it starts is an ``ERROR`` row. On dask the limit is not enforced (dask runs
 tasks in threads that cannot be stopped): use dask's own worker limits there.
@@ -56,6 +56,9 @@ __all__ = ["DEFAULT_TIME_LIMIT", "BenchOutcome", "execute", "make_tasks", "run"]
 
 #: seconds one run may take before the bench stops it and stores a TIMEOUT row
 DEFAULT_TIME_LIMIT = 600.0
+#: seconds past ``1.1 * time_limit`` after which a worker that did not stop its run is killed (the
+#: worker's own time also covers building the instance and importing the solver)
+_GRACE = 5.0
 
 _SUMMARY_DROP = ("elapsed", "x")  # wall clock and the point (stored as its own column)
 
@@ -278,16 +281,16 @@ def execute(task: Task, registry: Registry | None = None, time_limit: float | No
 
     Warnings raised during the run are recorded in the row (``result["warnings"]``) instead of
     following the process's warning filters, so a run behaves the same in every process.
-    ``time_limit`` (seconds; ``None``: none): past it the run is stopped and the row is a
-    ``TIMEOUT`` (where a signal can stop it: POSIX, main thread). An exception outside the run
+    ``time_limit`` (seconds; ``None``: none): past it the run (``minimize``; not the building of
+    the instance) is stopped and the row is a ``TIMEOUT`` (where a signal can stop it: POSIX, main
+    thread). An exception outside the run
     itself (building the instance or the solver) gives an ``ERROR`` row.
     """
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with _time_limit(time_limit):
-                row = _execute(task, registry or default_registry())
+            row = _execute(task, registry or default_registry(), time_limit)
     except RunTimeout:
         return _timeout_row(task, float(time_limit or 0.0), time.perf_counter() - t0, registry)
     except Exception as exc:  # never lose the bench to one run
@@ -298,7 +301,7 @@ def execute(task: Task, registry: Registry | None = None, time_limit: float | No
     return row
 
 
-def _execute(task: Task, reg: Registry) -> RunRow:
+def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunRow:
     from zoframe.driver import RunFailedError, minimize
 
     t0 = time.perf_counter()
@@ -337,8 +340,9 @@ def _execute(task: Task, reg: Registry) -> RunRow:
 
     status, reason = "", ""
     try:
-        res = minimize(problem, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0, callback=callback,
-                       feasibility_tol=task.feasibility_tol, progress=False)
+        with _time_limit(time_limit):  # the run itself: building the instance and importing the solver are not timed
+            res = minimize(problem, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0,
+                           callback=callback, feasibility_tol=task.feasibility_tol, progress=False)
     except RunFailedError as exc:
         res, status, reason = exc.result, "FAILED", str(exc)
     except Exception as exc:  # the run could not start: store why, never lose the bench
@@ -437,7 +441,7 @@ def _process_pool(tasks: Sequence[Task], workers: int, time_limit: float | None)
     """Rows of ``tasks`` run on ``workers`` processes, each run under ``time_limit``."""
     ctx = multiprocessing.get_context("forkserver")
     pending = collections.deque(tasks)
-    hard = None if not time_limit else time_limit * 1.1 + 2.0
+    hard = None if not time_limit else time_limit * 1.1 + _GRACE
     idle = [_Worker(ctx, time_limit) for _ in range(min(workers, len(pending)))]
     busy: dict[Any, tuple[_Worker, Task, float]] = {}
     try:
