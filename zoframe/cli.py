@@ -155,6 +155,8 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
                 "does not provide; update zoframe, or pass the parameters to the solver with -p where it has them"
             )
     verify_report = _verifier() if args.verify else None  # a missing plugin is said before the run
+    if args.output:
+        _check_output(args.output)  # before the run, not after its budget is spent
     try:
         res = minimize(
             problem,
@@ -192,12 +194,35 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
         except (ZoframeError, KeyError, ValueError) as exc:
             print(f"(no known solution to compare with: {exc})")
     if args.output:
-        res.save(args.output, metadata={"problem": args.problem, "problem_args": pkw})
+        try:
+            res.save(args.output, metadata={"problem": args.problem, "problem_args": pkw})
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot write the result to {args.output}.json/.npz ({exc.strerror or exc}); the run's result is "
+                "printed above: give an --output in a directory you can write"
+            ) from None
         print(f"wrote {args.output}.json and {args.output}.npz")
     if verify_report is not None:
         print(verify_report(problem, res))
     # exit 0 for a certified run and for a budget stop at an acceptable point; 1 otherwise
     return 0 if res.success or (res.status.budget and res.feasible is not False) else 1
+
+
+def _check_output(output: str) -> None:
+    """Refuse an ``--output`` whose directory cannot be created or written (nothing is created here)."""
+    base = os.path.abspath(output)
+    ancestor = os.path.dirname(base)
+    while not os.path.exists(ancestor):
+        parent = os.path.dirname(ancestor)
+        if parent == ancestor:
+            break
+        ancestor = parent
+    if not os.path.isdir(ancestor) or not os.access(ancestor, os.W_OK | os.X_OK):
+        what = "is not a directory" if not os.path.isdir(ancestor) else "is not writable"
+        raise InvalidInputError(
+            f"--output {output}: {ancestor} {what}, so {output}.json/.npz cannot be written; give a path in a "
+            "directory you can write"
+        )
 
 
 #: the module whose ``verify(problem, result) -> Report`` builds the report of ``solve --verify``

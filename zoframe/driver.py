@@ -196,6 +196,14 @@ def _check_budgets(max_iter: Any, max_calls: Any, max_time: Any) -> None:
         )
 
 
+def _check_feasibility_tol(tol: Any) -> None:
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(tol)) or tol < 0:
+        raise InvalidInputError(
+            f"feasibility_tol must be a finite number >= 0 (the constraint violation a solution may have), got {tol!r}"
+        )
+
+
 def build_run(
     problem: Any,
     solver: Any = "zo-sgd",
@@ -252,6 +260,7 @@ def build_run(
         _check_estimator_only_params(solv, solver_name, params, estimator)
         solv = dataclasses.replace(solv, estimator=est)  # type: ignore[type-var]
     _check_budgets(max_iter, max_calls, max_time)
+    _check_feasibility_tol(feasibility_tol)
     if record_every is not None and (not isinstance(record_every, int) or record_every < 0):
         raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
     if checkpoint_every is not None and checkpoint is None:
@@ -278,6 +287,8 @@ def build_run(
         start = np.array(x0, dtype=np.float64, copy=True)
         if start.shape != (oracle.dim,):
             raise InvalidInputError(f"x0 must have shape ({oracle.dim},), got {start.shape}")
+    if not np.isfinite(start).all():
+        raise InvalidInputError("x0 contains NaN or infinity: give a finite starting point")
 
     # ---- observers: each one job
     has_measures = isinstance(problem, HasMeasures)
@@ -303,7 +314,7 @@ def build_run(
                 "resume continues the checkpoint's generator: pass rng=None (or the checkpoint's integer seed), "
                 "not a Generator"
             )
-        state, gen, meta = restore(resume, (trace, best), solver=solv, registry=reg)
+        state, gen, meta = restore(resume, (trace, best), solver=solv, registry=reg, dim=oracle.dim)
         check_resume(resume, meta, solver_name, config, wanted)
         seed = meta.get("seed")
         oracle.restore(meta["counters"])
@@ -408,7 +419,14 @@ def minimize(
         continue from a checkpoint written by a run of the same solver with the same parameters
         (and the same seed, if ``rng`` is given); anything else is refused, naming what differs.
     feasibility_tol:
-        violation under which a recorded point counts as feasible when choosing ``x_best``.
+        violation under which a recorded point counts as feasible when choosing ``x_best``
+        (a finite number >= 0).
+
+    Errors: a bad argument raises before anything is evaluated. Once the run has started, any
+    exception that ends it (the user's function raising, a non-finite value under
+    ``nonfinite="raise"``, a solver refusing the problem at its first evaluations) raises
+    :class:`RunFailedError`, at the first evaluation as at any later one: its ``__cause__`` is the
+    exception and its ``.result`` the run so far (at ``x0`` with ``nit = 0`` if it failed at once).
     options, **solver_params:
         hyper-parameters of the solver (``zoframe info NAME`` lists them).
 

@@ -218,13 +218,34 @@ class Result:
         arrays: dict[str, Array] = {"x": self.x, "x_best": self.x_best}
         arrays.update({f"outputs.{k}": np.asarray(v) for k, v in self.outputs.items()})
         arrays.update({f"trace.{k}": v for k, v in self.trace.columns.items()})
-        doc = {**dict(metadata or {}), **self.summary()}
+        doc = {**dict(metadata or {}), **self.summary(), FORMAT_KEY: RESULT_FORMAT}
         from zoframe.checkpoint import write_pair
 
         write_pair(base, arrays, doc)  # atomic as one unit: a crash leaves the old pair or the new one
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Result:
+        """Read a run written by :meth:`save` (see :meth:`_read`), checked.
+
+        A file of a newer format (``result_format``) says so; a damaged file, or one whose content
+        is not a run :meth:`save` could have written (e.g. ``success=True`` with a budget status, an
+        ``x`` that is not a vector), raises :class:`~zoframe.errors.InvalidInputError` naming it.
+        """
+        base = str(path).removesuffix(".json").removesuffix(".npz")
+        check_result_format(load_metadata(base), base)
+        try:
+            result = cls._read(base)
+        except InvalidInputError:
+            raise
+        except Exception as exc:  # a truncated or altered .npz: never a raw zip/numpy error
+            raise InvalidInputError(
+                f"the saved run at {base} (.json/.npz) is damaged ({type(exc).__name__}: {exc}); save the run again"
+            ) from None
+        check_loaded(result, base)
+        return result
+
+    @classmethod
+    def _read(cls, path: str | os.PathLike[str]) -> Result:
         """Read a run written by :meth:`save` (``PATH.json`` and ``PATH.npz``; either suffix or none).
 
         The inverse of :meth:`save`: arrays (``x``, ``x_best``, outputs, trace columns) come back
@@ -245,7 +266,7 @@ class Result:
                 "interrupted). zoframe.checkpoint.settle_pair(PATH) completes an interrupted save; otherwise "
                 "save the run again"
             )
-        with np.load(npath, allow_pickle=False) as data:
+        with np.load(io.BytesIO(npath.read_bytes()), allow_pickle=False) as data:  # no handle left open on damage
             arrays = {k: np.array(data[k]) for k in data.files}
         try:
             status = Status[str(doc["status"])]
@@ -315,8 +336,65 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(jpath, encoding="utf-8") as fh:
         try:
             doc = json.load(fh)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"{jpath} is not valid JSON ({exc}); was it written by Result.save?") from exc
     if not isinstance(doc, dict):
         raise InvalidInputError(f"{jpath} holds a {type(doc).__name__}, not the summary of a saved run")
     return doc
+
+
+#: the key of the format version in a saved run's JSON, and the version this zoframe writes
+FORMAT_KEY = "result_format"
+RESULT_FORMAT = 1
+
+
+def check_result_format(doc: Mapping[str, Any], base: str) -> None:
+    """Refuse a saved run of a format this version cannot read (runs saved before versions had none)."""
+    fmt = doc.get(FORMAT_KEY)
+    if fmt is None:
+        return
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < 1:
+        raise InvalidInputError(f"the saved run at {base} has format {fmt!r}, not a format of Result.save")
+    if fmt > RESULT_FORMAT:
+        raise InvalidInputError(
+            f"the saved run at {base} has format {fmt}, written by a newer zoframe (this one reads formats up to "
+            f"{RESULT_FORMAT}): upgrade zoframe to load it"
+        )
+
+
+def check_loaded(r: Result, base: str) -> None:
+    """Refuse a loaded run that :meth:`Result.save` could not have written (altered after the save)."""
+    why = _inconsistency(r)
+    if why:
+        raise InvalidInputError(
+            f"the saved run at {base} is not consistent: {why}. It was altered after Result.save; save the run again"
+        )
+
+
+def _inconsistency(r: Result) -> str:
+    x = np.asarray(r.x)
+    if x.ndim != 1 or x.size == 0 or not np.issubdtype(x.dtype, np.floating):
+        return f"x has shape {x.shape} and dtype {x.dtype}, not a vector of floats"
+    if np.shape(r.x_best) != x.shape:
+        return f"x_best has shape {np.shape(r.x_best)}, x {x.shape}"
+    if "x" in r.outputs and np.shape(r.outputs["x"]) != x.shape:
+        return f"outputs['x'] has shape {np.shape(r.outputs['x'])}, x {x.shape}"
+    counts = {"nit": r.nit, "nfev": r.nfev, **{f"nfev_by_kind[{k}]": v for k, v in r.nfev_by_kind.items()}}
+    if r.user_calls is not None:
+        counts["user_calls"] = r.user_calls
+    bad = [k for k, v in counts.items() if v < 0]
+    if bad:
+        return f"{bad[0]} is negative"
+    if r.feasibility_tol is not None and not (math.isfinite(r.feasibility_tol) and r.feasibility_tol >= 0):
+        return f"feasibility_tol is {r.feasibility_tol}"
+    if r.feasible is not None and r.max_violation is not None and r.feasibility_tol is not None \
+            and r.feasible != (r.max_violation <= r.feasibility_tol):
+        return f"feasible={r.feasible} with max_violation={r.max_violation} and feasibility_tol={r.feasibility_tol}"
+    if r.success:
+        ok, why = decide_success(r.status, np.asarray(x, dtype=np.float64), r.fun, r.feasible)
+        if r.status is not Status.CONVERGED or not ok:
+            return f"success=True with status {r.status.name}{f' ({why})' if why else ''}"
+    lengths = {np.asarray(v).shape for v in r.trace.columns.values()}
+    if any(len(s) != 1 for s in lengths) or len(lengths) > 1:
+        return f"the trace columns have shapes {sorted(lengths)}, not one length"
+    return ""

@@ -233,10 +233,10 @@ class RunLoop:
         return Status.FAILED, f"{type(exc).__name__}: {exc}"
 
     def finish(self) -> None:
+        # a failure at the first call (in init) is reported like one at a later call: by the caller,
+        # from ``failure`` (minimize: RunFailedError with the result at x0, the error as its cause)
         for obs in self.observers:
             obs.end(self)
-        if self.state is None and self.failure is not None:
-            raise self.failure  # nothing to report: the run failed before its first state
 
     # ------------------------------------------------------------------ what observers read
     def outputs(self, state: Any = None) -> dict[str, Array]:

@@ -267,7 +267,7 @@ def _cells(args: argparse.Namespace) -> list[tuple[str, str, str]]:
 def select_all(args: argparse.Namespace, out: Path, executor: Executor | None) -> dict[str, dict[str, Any]]:
     """Select (or load from ``hparams.json``) the hyper-parameters of every cell on the validation split."""
     path = out / "hparams.json"
-    cache: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
+    cache = read_hparams(path)
     from tqdm.auto import tqdm
 
     cells = _cells(args)
@@ -295,11 +295,38 @@ def select_all(args: argparse.Namespace, out: Path, executor: Executor | None) -
             entry = {**best, "_tune": args.tune, "_score": sel.best_score, "_grid_points": len(sel.table),
                      "_select_feasible": args.select_feasible}  # fmt: skip
         cache[key] = entry
-        # after every cell (resumable), atomically: a crash leaves the old cache or the new one
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cache, indent=2, sort_keys=True))
-        os.replace(tmp, path)
+        write_hparams(path, cache)  # after every cell (resumable)
     return {k: {p: v for p, v in e.items() if not p.startswith("_")} for k, e in cache.items()}
+
+
+def read_hparams(path: Path) -> dict[str, dict[str, Any]]:
+    """The selected hyper-parameters stored at ``path`` (``{}`` if none); a damaged file is a clear error."""
+    if not path.exists():
+        return {}
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        cache = exc
+    if not (isinstance(cache, dict) and all(isinstance(v, dict) for v in cache.values())):
+        why = f"{type(cache).__name__}: {cache}" if isinstance(cache, Exception) else "not a JSON object of cells"
+        raise InvalidInputError(
+            f"the hyper-parameter cache {path} is damaged ({why}); move it away (or delete it) to select the "
+            "hyper-parameters again"
+        )
+    return cache
+
+
+def write_hparams(path: Path, cache: Mapping[str, Any]) -> None:
+    """Write the cache atomically (synced temporary + ``os.replace``): a crash leaves the old file or the new one."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(cache, indent=2, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------- runs
