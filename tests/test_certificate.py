@@ -290,3 +290,17 @@ def test_ask_tell_asks_for_the_certificate_and_gets_the_same_result() -> None:
     res = run.result()
     assert "certify" in purposes
     assert res.success == direct.success and res.certificate == direct.certificate and res.message == direct.message
+
+
+def test_verify_reports_the_same_certificate_as_the_run() -> None:
+    """``zoframe verify`` certifies the same point with the run's tolerance: the same verdict and numbers."""
+    from zoframe_verify.verify import verify
+
+    th = 1.25 * np.pi + 1e-2
+    for x0, tol in ((X_DISK, DEFAULT_TOL), (np.array([np.cos(th), np.sin(th)]), DEFAULT_TOL), (np.array([np.cos(th), np.sin(th)]), 0.05)):
+        r = zoframe.minimize(disk(), ClaimsAtOnce(), x0=x0, max_iter=5, rng=0, certify_tol=tol)
+        report = verify(disk(), r, reference=False)
+        assert report.certificate is not None and r.certificate is not None
+        assert report.certificate.to_dict() == dict(r.certificate)
+        cert_check = next(c for c in report.checks if c.name.startswith("certificate"))
+        assert cert_check.passed == r.success

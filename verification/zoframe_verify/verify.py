@@ -190,6 +190,7 @@ class Report:
                 "stationarity": self.tolerances.stationarity,
                 "feasibility": self.tolerances.feasibility,
                 "gap": self.tolerances.gap,
+                "certificate": self.tolerances.certificate,
             },
             "checks": [
                 {"name": c.name, "value": _finite(c.value), "tol": c.tol, "passed": c.passed} for c in self.checks
