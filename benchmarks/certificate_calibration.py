@@ -299,8 +299,9 @@ def evaluate(case: Case, tol: float, runs: bool, seeds: int) -> dict[str, Any]:
         "missed": sum(1 for r in every if r["exact"] and not r.get("certified", r.get("success"))),
         "exact_accepts": sum(1 for r in every if r["exact"]),
         "solved_runs": sum(1 for r in run_rows if r["relerr"] <= 1e-2 and r["feasible"]),
-        "solved_runs_refused": sum(1 for r in run_rows if r["relerr"] <= 1e-2 and r["feasible"]
-                                   and r["status"] == "CONVERGED" and not r["success"]),  # fmt: skip
+        "solved_runs_refused": sum(
+            1 for r in run_rows if r["relerr"] <= 1e-2 and r["feasible"] and r["status"] == "CONVERGED" and not r["success"]
+        ),
     }
 
 
