@@ -252,15 +252,17 @@ class _Objective:
 def _objective_at(ev: _Evals, x: Array, D: _Differences) -> _Objective:
     d = x.shape[0]
     V = ev.objective(np.vstack([x[None, :], D.plus, D.minus]))  # (2d + 1, n): Alg. of this module, one call
-    v0, vp, vm = V[0], V[1 : d + 1], V[d + 1 :]
-    G, H, Hn = _derivatives(v0, vp, vm, D)  # (d, n) each
-    fvals = V.mean(axis=1)
-    f0 = float(fvals[0])
-    g = G.mean(axis=1)
-    h = H.mean(axis=1)
-    hn = Hn.mean(axis=1)
+    fv = V.mean(axis=1)[:, None]  # f = the mean of the components: derivatives of the mean are the means
+    g2, h2, _ = _derivatives(fv[0], fv[1 : d + 1], fv[d + 1 :], D)
+    am = np.abs(V).mean(axis=1)[:, None]  # the rounding noise of a mean is that of its terms' sizes
+    hn2 = _derivatives(am[0], am[1 : d + 1], am[d + 1 :], D)[2]
+    g, h, hn = g2[:, 0], h2[:, 0], hn2[:, 0]
     h = np.where(np.abs(h) > hn, h, 0.0)
-    comp = float(np.sqrt(np.einsum("ij,ij->j", G, G)).mean()) if G.shape[1] > 1 else float(np.linalg.norm(g))
+    f0 = float(fv[0, 0])
+    comp = float(np.linalg.norm(g))
+    if V.shape[1] > 1:  # the typical component gradient (one (d, n) array at a time)
+        G = _derivatives(V[0], V[1 : d + 1], V[d + 1 :], D)[0]
+        comp = float(np.sqrt(np.einsum("ij,ij->j", G, G)).mean())
     noise = 64.0 * _EPS * float(np.abs(V).mean(axis=1).max())
     return _Objective(f0, g, h, comp, noise)
 
