@@ -304,3 +304,16 @@ def test_verify_reports_the_same_certificate_as_the_run() -> None:
         assert report.certificate.to_dict() == dict(r.certificate)
         cert_check = next(c for c in report.checks if c.name.startswith("certificate"))
         assert cert_check.passed == r.success
+
+
+def test_chunked_differences_give_the_same_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large d is evaluated a chunk of coordinates at a time (bounded memory): the same numbers."""
+    import zoframe.certificate as zc
+
+    prob, xs = semi_infinite(m=3000)
+    whole = _cert(prob, xs)
+    ls = _cert(least_squares(), X_LS + 1e-3)
+    monkeypatch.setattr(zc, "_CHUNK_ENTRIES", 8)  # one coordinate per chunk
+    chunked = _cert(prob, xs)
+    assert chunked.passed == whole.passed and chunked.residual == pytest.approx(whole.residual, rel=1e-9, abs=1e-15)
+    assert _cert(least_squares(), X_LS + 1e-3).residual == pytest.approx(ls.residual, rel=1e-9)

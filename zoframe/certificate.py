@@ -191,36 +191,48 @@ def _bounds(fs: Any, d: int) -> tuple[Array, Array] | None:
     )
 
 
+#: entries of one matrix of difference points or of their values (32 MB): larger ``d`` is evaluated in chunks
+_CHUNK_ENTRIES = 1 << 22
+
+
 @dataclass(frozen=True)
 class _Differences:
-    """Central differences of a batched function around ``x`` (one block of coordinates)."""
+    """The central-difference points around ``x``: ``x + a_i e_i`` and ``x - b_i e_i``, built a chunk of
+    coordinates at a time (memory bounded whatever ``d``)."""
 
-    plus: Array  # (d, d) the points x + a_i e_i
-    minus: Array  # (d, d) the points x - b_i e_i
+    x: Array
     a: Array  # forward steps (0 at an upper bound)
     b: Array  # backward steps (0 at a lower bound)
 
+    def chunks(self, width: int) -> list[tuple[int, int]]:
+        """Coordinate ranges whose ``2 k`` points, and their values of ``width`` columns, fit a chunk."""
+        d = self.x.shape[0]
+        k = max(1, _CHUNK_ENTRIES // (2 * max(d, width, 1)))
+        return [(lo, min(d, lo + k)) for lo in range(0, d, k)]
+
+    def points(self, lo: int, hi: int) -> Array:
+        """``(2 k, d)``: the forward points of coordinates ``lo..hi-1``, then the backward ones."""
+        k = hi - lo
+        P = np.repeat(self.x[None, :], 2 * k, axis=0)
+        rows = np.arange(k)
+        P[rows, lo + rows] += self.a[lo:hi]
+        P[k + rows, lo + rows] -= self.b[lo:hi]
+        return P
+
 
 def _difference_points(x: Array, box: tuple[Array, Array] | None) -> _Differences:
-    d = x.shape[0]
     h = _STEP * np.maximum(1.0, np.abs(x))
     up, down = x + h, x - h
     if box is not None:  # one-sided at a bound: every point inside the box
         up = np.minimum(up, np.maximum(box[1], x))
         down = np.maximum(down, np.minimum(box[0], x))
-    a, b = up - x, x - down
-    P = np.repeat(x[None, :], d, axis=0)
-    M = P.copy()
-    diag = np.arange(d)
-    P[diag, diag] = up
-    M[diag, diag] = down
-    return _Differences(P, M, a, b)
+    return _Differences(x, up - x, x - down)
 
 
-def _derivatives(v0: Array, vp: Array, vm: Array, D: _Differences) -> tuple[Array, Array, Array]:
-    """``(gradients (d, b), second differences (d, b), their noise floor (d, b))`` from the values
-    ``v0`` (b,) at ``x``, ``vp`` / ``vm`` (d, b) at the forward / backward points."""
-    a, b = D.a[:, None], D.b[:, None]
+def _derivatives(v0: Array, vp: Array, vm: Array, a1: Array, b1: Array) -> tuple[Array, Array, Array]:
+    """``(gradients (k, b), second differences (k, b), their noise floor (k, b))`` from the values
+    ``v0`` (b,) at ``x``, ``vp`` / ``vm`` (k, b) at the points ``x + a_i e_i`` / ``x - b_i e_i``."""
+    a, b = a1[:, None], b1[:, None]
     span = a + b
     safe = np.where(span > 0, span, 1.0)
     grad = np.where(span > 0, (vp - vm) / safe, 0.0)
@@ -230,6 +242,12 @@ def _derivatives(v0: Array, vp: Array, vm: Array, D: _Differences) -> tuple[Arra
     mag = np.maximum(np.maximum(np.abs(vp), np.abs(vm)), np.abs(v0)[None, :])
     noise = np.where(both, 16.0 * _EPS * mag / np.where(both, a * b, 1.0), 0.0)
     return grad, curv, noise
+
+
+def _unit(d: int, i: int) -> Array:
+    e = np.zeros(d)
+    e[i] = 1.0
+    return e
 
 
 def _ratio(num: float, den: float) -> float:
@@ -250,20 +268,29 @@ class _Objective:
 
 
 def _objective_at(ev: _Evals, x: Array, D: _Differences) -> _Objective:
-    d = x.shape[0]
-    V = ev.objective(np.vstack([x[None, :], D.plus, D.minus]))  # (2d + 1, n): Alg. of this module, one call
-    fv = V.mean(axis=1)[:, None]  # f = the mean of the components: derivatives of the mean are the means
-    g2, h2, _ = _derivatives(fv[0], fv[1 : d + 1], fv[d + 1 :], D)
-    am = np.abs(V).mean(axis=1)[:, None]  # the rounding noise of a mean is that of its terms' sizes
-    hn2 = _derivatives(am[0], am[1 : d + 1], am[d + 1 :], D)[2]
+    """f, its gradient and curvature at ``x`` from ``2 d + 1`` points (in chunks of coordinates), and the
+    typical component gradient of a finite sum."""
+    d, n = x.shape[0], ev.oracle.n
+    V0 = ev.objective(x[None, :])[0]  # (n,)
+    fp, fm, ap, am = (np.empty(d) for _ in range(4))
+    sq = np.zeros(n)
+    for lo, hi in D.chunks(n):
+        k = hi - lo
+        V = ev.objective(D.points(lo, hi))  # (2k, n): one batched call per chunk
+        mean, size = V.mean(axis=1), np.abs(V).mean(axis=1)
+        fp[lo:hi], fm[lo:hi], ap[lo:hi], am[lo:hi] = mean[:k], mean[k:], size[:k], size[k:]
+        if n > 1:  # the component gradients of the chunk, reduced at once
+            G = _derivatives(V0, V[:k], V[k:], D.a[lo:hi], D.b[lo:hi])[0]
+            sq += np.einsum("ij,ij->j", G, G)
+    f0 = float(V0.mean())
+    # f is the mean of the components: its derivatives are the means' differences
+    g2, h2, _ = _derivatives(np.array([f0]), fp[:, None], fm[:, None], D.a, D.b)
+    a0 = float(np.abs(V0).mean())  # the rounding noise of a mean is that of its terms' sizes
+    hn2 = _derivatives(np.array([a0]), ap[:, None], am[:, None], D.a, D.b)[2]
     g, h, hn = g2[:, 0], h2[:, 0], hn2[:, 0]
     h = np.where(np.abs(h) > hn, h, 0.0)
-    f0 = float(fv[0, 0])
-    comp = float(np.linalg.norm(g))
-    if V.shape[1] > 1:  # the typical component gradient (one (d, n) array at a time)
-        G = _derivatives(V[0], V[1 : d + 1], V[d + 1 :], D)[0]
-        comp = float(np.sqrt(np.einsum("ij,ij->j", G, G)).mean())
-    noise = 64.0 * _EPS * float(np.abs(V).mean(axis=1).max())
+    comp = float(np.sqrt(sq).mean()) if n > 1 else float(np.linalg.norm(g))
+    noise = 64.0 * _EPS * max(a0, float(ap.max(initial=0.0)), float(am.max(initial=0.0)))
     return _Objective(f0, g, h, comp, noise)
 
 
@@ -370,13 +397,12 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
     if box is not None:
         lo, hi = box
         viol = max(0.0, float(np.max(lo - x)), float(np.max(x - hi)))
-        eye = np.eye(d)
         width = hi - lo
         # a bound's length scale: the box's width where it is narrower than the point's scale
         blen = np.where(np.isfinite(width) & (width > 0), np.minimum(s, width), s)
         for sign, gap in ((-1.0, lo - x), (1.0, x - hi)):  # bound rows: g = lo - x <= 0, x - hi <= 0
             for i in np.flatnonzero(np.isfinite(gap) & (gap >= -10.0 * tol * blen)):
-                rows.append(sign * eye[i])
+                rows.append(sign * _unit(d, int(i)))
                 vals.append(float(gap[i]))
                 ids.append(-1)
                 lengths.append(float(blen[i]))
@@ -388,9 +414,11 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
         cand = np.asarray(fp.top_indices[:cap], dtype=np.intp)
         cvals = np.asarray(fp.top_values[:cap], dtype=np.float64)
         if cand.shape[0]:
-            C = ev.constraints(np.vstack([D.plus, D.minus]), cand)  # (2d, K): one batched call
-            span = D.a + D.b
-            Gc = np.where(span[:, None] > 0, (C[:d] - C[d:]) / np.where(span > 0, span, 1.0)[:, None], 0.0).T
+            Gc = np.empty((cand.shape[0], d))
+            for lo_i, hi_i in D.chunks(cand.shape[0]):  # one batched call per chunk of coordinates
+                C = ev.constraints(D.points(lo_i, hi_i), cand)  # (2k, K)
+                k = hi_i - lo_i
+                Gc[:, lo_i:hi_i] = _derivatives(cvals, C[:k], C[k:], D.a[lo_i:hi_i], D.b[lo_i:hi_i])[0].T
             gn = np.linalg.norm(Gc, axis=1)
             dist = np.where(cvals >= 0, 0.0, -cvals / np.maximum(gn, 1e-300))
             near = np.flatnonzero(dist <= band)
@@ -451,11 +479,10 @@ def _probe(
     (symmetric probes pulled back onto the active constraints), ``None`` when no probe applies."""
     d = x.shape[0]
     order = np.argsort(obj.curv, kind="stable")  # least curvature first
-    eye = np.eye(d)
-    cands: list[Array] = [eye[i] for i in order[:probes]]
+    cands: list[Array] = [_unit(d, int(i)) for i in order[:probes]]
     if d > 1:
-        i, j = int(order[0]), int(order[1])
-        cands += [(eye[i] + eye[j]) / math.sqrt(2.0), (eye[i] - eye[j]) / math.sqrt(2.0)]
+        ei, ej = _unit(d, int(order[0])), _unit(d, int(order[1]))
+        cands += [(ei + ej) / math.sqrt(2.0), (ei - ej) / math.sqrt(2.0)]
     dirs: list[Array] = []
     for v in cands:
         if J.shape[0]:
@@ -510,12 +537,12 @@ def _minimax(ev: _Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float
     d, dy = x.shape[0], y.shape[0]
     Dx = _difference_points(x, _bounds(oracle.feasible_set, d))
     Dy = _difference_points(y, _bounds(oracle.y_set, dy))
-    X = np.vstack([x[None, :], Dx.plus, Dx.minus, np.repeat(x[None, :], 2 * dy, axis=0)])
-    Y = np.vstack([np.repeat(y[None, :], 1 + 2 * d, axis=0), Dy.plus, Dy.minus])
+    X = np.vstack([x[None, :], Dx.points(0, d), np.repeat(x[None, :], 2 * dy, axis=0)])
+    Y = np.vstack([np.repeat(y[None, :], 1 + 2 * d, axis=0), Dy.points(0, dy)])
     V = ev.minimax(X, Y)  # (1 + 2d + 2dy, n): one call
     v0 = V[0]
-    Gx, Hx, Nx = _derivatives(v0, V[1 : d + 1], V[d + 1 : 2 * d + 1], Dx)
-    Gy, Hy, Ny = _derivatives(v0, V[2 * d + 1 : 2 * d + 1 + dy], V[2 * d + 1 + dy :], Dy)
+    Gx, Hx, Nx = _derivatives(v0, V[1 : d + 1], V[d + 1 : 2 * d + 1], Dx.a, Dx.b)
+    Gy, Hy, Ny = _derivatives(v0, V[2 * d + 1 : 2 * d + 1 + dy], V[2 * d + 1 + dy :], Dy.a, Dy.b)
     sx, sy = max(1.0, float(np.abs(x).max())), max(1.0, float(np.abs(y).max()))
 
     def block(G: Array, H: Array, N: Array, sc: float) -> tuple[Array, float]:
