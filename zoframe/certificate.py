@@ -19,7 +19,7 @@ finite-sum (optionally over a ``feasible_set``) and constrained problems
     * for constrained problems, ONE value-only pass over all ``m`` constraints in blocks
       (:func:`zoframe.measures.max_violation_full`, memory bounded whatever ``m``): the max
       violation and the ``active_cap`` largest values; the gradients of those candidates by central
-      differences at the same points (one batched call); the nearly active set is the candidates
+      differences at the same points (one batched call per chunk of coordinates); the nearly active set is the candidates
       at distance ``-g_j / |grad g_j| <= band * s`` (``band = 10 tol``), plus the bounds of a box
       ``feasible_set`` within the same distance (exact rows ``+-e_i``). When the ``active_cap + 1``-th
       largest value is still within the band (estimated with the largest candidate gradient), the
