@@ -324,8 +324,8 @@ def certify(
     ``outputs``: the run's report of its final iterate (``y`` of a minimax run, ``y0``, ``y1``, ...
     and ``lam`` of a composite run). ``tol``: the tolerance on the relative residual (default
     :data:`DEFAULT_TOL`). ``feasibility_tol``: the largest max violation accepted (absolute).
-    ``active_cap``: the most nearly active constraints used (default ``max(64, 8 d)``); when it
-    binds, :attr:`Certificate.cap_hit` says so. ``probes``: directions of the second-order test
+    ``active_cap``: the most nearly active constraints used (default ``max(64, min(8 d, 1024))``,
+    which bounds the multiplier fit's matrix); when it binds, :attr:`Certificate.cap_hit` says so. ``probes``: directions of the second-order test
     (``0``: none). ``budgeted``: charge the evaluations to the oracle's budget (a solver certifying
     inside a step; :class:`~zoframe.errors.BudgetExhausted` may then propagate) instead of counting
     them outside it. The evaluations are counted under the purpose ``"certify"`` either way.
@@ -355,7 +355,7 @@ def certify(
     if not np.isfinite(xv).all():
         return Certificate(False, kind, math.inf, tol, math.nan, None, 0, False, None, 0, "the point is not finite")
     ev = _Evals(oracle, bool(budgeted))
-    cap = int(active_cap) if active_cap is not None else max(64, 8 * oracle.dim)
+    cap = int(active_cap) if active_cap is not None else max(64, min(8 * oracle.dim, 1024))
     try:
         if oracle.kind == "minimax":
             parts = _minimax(ev, xv, outputs, tol)
