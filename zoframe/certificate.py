@@ -325,8 +325,8 @@ def certify(
     and ``lam`` of a composite run). ``tol``: the tolerance on the relative residual (default
     :data:`DEFAULT_TOL`). ``feasibility_tol``: the largest max violation accepted (absolute).
     ``active_cap``: the most nearly active constraints used (default ``max(64, min(8 d, 1024))``,
-    which bounds the multiplier fit's matrix); when it binds, :attr:`Certificate.cap_hit` says so. ``probes``: directions of the second-order test
-    (``0``: none). ``budgeted``: charge the evaluations to the oracle's budget (a solver certifying
+    which bounds the multiplier fit's matrix); when it binds, :attr:`Certificate.cap_hit` says so.
+    ``probes``: directions of the second-order test (``0``: none). ``budgeted``: charge the evaluations to the oracle's budget (a solver certifying
     inside a step; :class:`~zoframe.errors.BudgetExhausted` may then propagate) instead of counting
     them outside it. The evaluations are counted under the purpose ``"certify"`` either way.
 
