@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -35,7 +37,25 @@ def test_estimator_contract(name: str) -> None:
     check_estimator(name, registry=_REG)
 
 
-@pytest.mark.parametrize("name", sorted(_REG.problems()))
+def _default_dataset(name: str) -> str | None:
+    """The LIBSVM data set a registered problem reads with its defaults (its ``dataset`` default), if any."""
+    from zoframe_datasets.catalog import DATASETS
+
+    fac = getattr(_REG.problems()[name].spec, "factory", None)
+    try:
+        param = inspect.signature(fac).parameters.get("dataset") if fac is not None else None
+    except (TypeError, ValueError):
+        return None
+    default = None if param is None else param.default
+    return default if isinstance(default, str) and default in DATASETS else None
+
+
+_PROBLEM_CASES = [
+    pytest.param(n, marks=pytest.mark.data(ds)) if (ds := _default_dataset(n)) else n for n in sorted(_REG.problems())
+]
+
+
+@pytest.mark.parametrize("name", _PROBLEM_CASES)
 def test_problem_contract(name: str) -> None:
     check_problem(name, registry=_REG)
 

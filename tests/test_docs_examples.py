@@ -1,7 +1,7 @@
 """Every fenced ```python block of README.md and docs/**/*.md runs.
 
 The blocks of one file run in order in one namespace (a later block may use what an earlier one
-defined), in a temporary working directory, with ``ZOFRAME_DATA`` pointing at the test data and
+defined), in a temporary working directory, with the environment's ``ZOFRAME_DATA`` (pages in NEEDS_DATA skip without it) and
 ``ZOFRAME_OUT`` at a temporary directory. Each file is one test case, so a broken example fails with
 the file, the block number and the line of the fence.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-import os
 from pathlib import Path
 import re
 import traceback
@@ -85,13 +84,18 @@ def python_blocks(text: str) -> list[Block]:
     return blocks
 
 
+#: pages whose examples read real LIBSVM data sets (skipped with the reason when they are missing)
+NEEDS_DATA = {"docs/data.md": ("a9a", "mushrooms")}
+
+
 def _cases() -> list[Any]:
-    return [
-        pytest.param(p, marks=pytest.mark.xfail(reason=KNOWN_BROKEN[_rel(p)], strict=False))
-        if _rel(p) in KNOWN_BROKEN
-        else p
-        for p in doc_files()
-    ]
+    out: list[Any] = []
+    for p in doc_files():
+        marks = [pytest.mark.data(*NEEDS_DATA[_rel(p)])] if _rel(p) in NEEDS_DATA else []
+        if _rel(p) in KNOWN_BROKEN:
+            marks.append(pytest.mark.xfail(reason=KNOWN_BROKEN[_rel(p)], strict=False))
+        out.append(pytest.param(p, marks=marks) if marks else p)
+    return out
 
 
 @pytest.mark.parametrize("path", _cases(), ids=_rel)
@@ -103,8 +107,6 @@ def test_doc_python_blocks_run(
 ) -> None:
     """Run the file's python blocks in order in one namespace; fail naming the block that broke."""
     blocks = python_blocks(path.read_text(encoding="utf-8"))
-    data = os.environ.get("ZOFRAME_DATA") or str(ROOT.parent / "shared" / "data")
-    monkeypatch.setenv("ZOFRAME_DATA", data)
     monkeypatch.setenv("ZOFRAME_OUT", str(tmp_path / "zoframe-out"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(tmp_path)

@@ -135,6 +135,17 @@ CHILD = textwrap.dedent(
     attempt("matplotlib_figure", matplotlib_figure)
     attempt("dask_executor", dask_executor)
     attempt("trace_plot", trace_plot)
+
+    def peers_cma():
+        prob = zoframe.FiniteSum(lambda X: (X * X).sum(1), x0=np.ones(3))
+        zoframe.minimize(prob, "cma-es", rng=0, max_calls=50)
+
+    def peers_nevergrad():
+        prob = zoframe.FiniteSum(lambda X: (X * X).sum(1), x0=np.ones(3))
+        zoframe.minimize(prob, "ng-cobyla", rng=0, max_calls=50)
+
+    attempt("peers_cma", peers_cma)
+    attempt("peers_nevergrad", peers_nevergrad)
     attempt("save_and_load", save_and_load)
     print("REPORT " + json.dumps(report))
     """
@@ -211,6 +222,8 @@ def test_the_cli_lists_every_plugin_with_the_core_install(core_report: dict[str,
         ("matplotlib_figure", "plot", "matplotlib"),
         ("trace_plot", "plot", "matplotlib"),
         ("dask_executor", "distributed", "dask[distributed]"),
+        ("peers_cma", "peers", "cma"),
+        ("peers_nevergrad", "peers", "nevergrad"),
     ],
 )
 def test_each_optional_feature_names_its_extra(core_report: dict[str, Any], feature: str, extra: str, dist: str) -> None:
@@ -218,6 +231,11 @@ def test_each_optional_feature_names_its_extra(core_report: dict[str, Any], feat
     assert not res["ok"], f"{feature} ran without its optional dependency"
     assert f"zoframe[{extra}]" in res["message"], res
     assert f"needs {dist}" in res["message"], res
+    from zoframe._optional import ALL_EXTRAS
+
+    # the message says exactly whether zoframe[all] installs it
+    says = "'zoframe[all]' includes it" if extra in ALL_EXTRAS else "'zoframe[all]' does not"
+    assert says in res["message"], res
     if feature != "dask_executor":  # the CLI turns the error into exit status 2 and a message
         assert res["type"] in ("MissingDependencyError", "RunFailedError"), res
 
@@ -232,5 +250,7 @@ def test_extras_declare_what_the_errors_name() -> None:
     for module, extra in EXTRAS.items():
         dist = _DISTRIBUTIONS.get(module, module).split("[")[0]
         assert any(req.startswith(dist) for req in extras[extra]), (module, extra, extras[extra])
-    assert set(extras["all"][0].split("[")[1].rstrip("]").split(",")) >= {"cvxpy", "data", "plot"}
+    from zoframe._optional import ALL_EXTRAS
+
+    assert len(extras["all"]) == 1 and set(extras["all"][0].split("[")[1].rstrip("]").split(",")) == set(ALL_EXTRAS)
     assert any(req.startswith("zoframe[all") for req in extras["dev"])

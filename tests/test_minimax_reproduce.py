@@ -11,6 +11,7 @@ import pytest
 from zoframe.cli import main
 
 
+@pytest.mark.data("mushrooms")
 def test_reproduce_minimax_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "fig"
     args = ["reproduce", "minimax", "--quick", "--datasets", "mushrooms", "--out", str(out), "--no-progress"]
