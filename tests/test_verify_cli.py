@@ -35,16 +35,18 @@ def test_verify_a_saved_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert data["kind"] == "finite_sum" and data["reference_source"].startswith("known_solution")
     assert data["measures"]["grad_norm"] < 0.1 and data["measures"]["dist_to_reference"] < 0.1
     # the verdict compares each measure with its stated tolerance; the exit status follows it
-    assert data["tolerances"] == {"stationarity": 1e-3, "feasibility": 1e-3, "gap": 1e-3}
+    assert data["tolerances"] == {"stationarity": 1e-3, "feasibility": 1e-3, "gap": 1e-3, "certificate": 1e-3}
     checks = {c["name"]: c for c in data["checks"]}
-    assert set(checks) == {"grad_norm", "|objective_gap|"}
+    assert set(checks) == {"grad_norm", "|objective_gap|", "certificate"}  # the certificate behind Result.success
+    assert checks["certificate"]["value"] == data["certificate"]["residual"]
     assert checks["grad_norm"]["passed"] == (data["measures"]["grad_norm"] <= 1e-3)
     assert data["verdict"] == ("PASS" if all(c["passed"] for c in checks.values()) else "FAIL")
     assert code == (0 if data["verdict"] == "PASS" else 1)
-    loose = ["--tol-stationarity", "0.1", "--tol-gap", "0.1"]
+    loose = ["--tol-stationarity", "0.1", "--tol-gap", "0.1", "--tol-certificate", "0.1"]
     assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", *loose]) == 0
     text = capsys.readouterr().out
     assert "tolerances: stationarity 0.1, feasibility 0.001, objective gap 0.1" in text
+    assert "certificate 0.1" in text
     assert "verdict: PASS (grad_norm" in text
     assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", "--tol-stationarity", "1e-12"]) == 1
     assert "verdict: FAIL (grad_norm" in capsys.readouterr().out

@@ -19,7 +19,8 @@ the same seed (wall-clock fields aside).
 A request is one call of a user function as ``minimize`` would make it: at most ``block_rows``
 rows (default 256; raise it to receive whole batches, lower it to get smaller requests; the same
 ``block_rows`` in ``minimize`` gives the same numbers). Its ``purpose`` says what the solver
-wants the values for (``"estimate"``, ``"snapshot"``, ...; ``"monitor"`` for the trace's measures).
+wants the values for (``"estimate"``, ``"snapshot"``, ...; ``"monitor"`` for the trace's measures,
+``"certify"`` for the certificate of a run whose solver claims convergence, asked after its last step).
 
 The problem may be a full problem object (its functions are never called: its structure, its
 measures and ``monitor_free`` are used; the measures' evaluations are requests too), or a

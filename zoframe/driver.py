@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from zoframe.certificate import DEFAULT_TOL
 from zoframe.errors import IncompatibleProblemError, InvalidInputError, ZoframeError
 from zoframe.observers import (
     BestPoint,
@@ -227,6 +228,8 @@ def build_run(
     checkpoint_every: int | None = None,
     resume: str | os.PathLike[str] | None = None,
     feasibility_tol: float = 1e-3,
+    certificate: bool = True,
+    certify_tol: float = DEFAULT_TOL,
     registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     watched: bool = True,
@@ -261,6 +264,11 @@ def build_run(
         solv = dataclasses.replace(solv, estimator=est)  # type: ignore[type-var]
     _check_budgets(max_iter, max_calls, max_time)
     _check_feasibility_tol(feasibility_tol)
+    if isinstance(certify_tol, bool) or not isinstance(certify_tol, (int, float, np.floating)) or not certify_tol > 0:
+        raise InvalidInputError(
+            f"certify_tol must be a positive number (the certificate's tolerance on the relative KKT residual), "
+            f"got {certify_tol!r}; to switch the certificate off pass certificate=False"
+        )
     if record_every is not None and (not isinstance(record_every, int) or record_every < 0):
         raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
     if checkpoint_every is not None and checkpoint is None:
@@ -338,6 +346,7 @@ def build_run(
         solv, oracle, start, gen, solver_name=solver_name, seed=seed, max_iter=max_iter, max_calls=max_calls,
         max_time=max_time, observers=observers, state=state, nit=nit, seconds=seconds,
         check_every_step=nonfinite == "inf", notes=notes, feasibility_tol=feasibility_tol,
+        certificate=bool(certificate), certify_tol=float(certify_tol),
     )
     return BuiltRun(loop, trace, best, blas_threads)
 
@@ -365,6 +374,8 @@ def minimize(
     checkpoint_every: int | None = None,
     resume: str | os.PathLike[str] | None = None,
     feasibility_tol: float = 1e-3,
+    certificate: bool = True,
+    certify_tol: float = DEFAULT_TOL,
     registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     **solver_params: Any,
@@ -420,7 +431,15 @@ def minimize(
         (and the same seed, if ``rng`` is given); anything else is refused, naming what differs.
     feasibility_tol:
         violation under which a recorded point counts as feasible when choosing ``x_best``
-        (a finite number >= 0).
+        (a finite number >= 0), and the final point in ``Result.feasible`` and in the certificate.
+    certificate, certify_tol:
+        when the solver claims convergence, the final point is certified once
+        (:func:`zoframe.certificate.certify`: a KKT / stationarity test from central differences
+        at the point itself, with a second-order check; its evaluations are counted under
+        ``nfev_by_purpose["certify"]``, outside ``max_calls``). ``certify_tol`` (default
+        ``1e-3``) is the tolerance on its relative residual: larger is more lenient.
+        ``certificate=False`` skips it; a claim is then never a success (message "not certified
+        (certificate off)"). See ``docs/success.md``.
 
     Errors: a bad argument raises before anything is evaluated. Once the run has started, any
     exception that ends it (the user's function raising, a non-finite value under
@@ -432,14 +451,16 @@ def minimize(
 
     Notes
     -----
-    ``Result.success`` is true only when the solver's own test passed (status ``CONVERGED``) at a
-    finite (and, for constrained problems, feasible) point; a budget stop says which budget in
-    ``status`` and is not a success (see :func:`zoframe.result.decide_success`).
+    ``Result.success`` is true only when the solver claims convergence (status ``CONVERGED``) at a
+    finite (and, for constrained problems, feasible) point AND that point passes the certificate
+    (``Result.certificate``); a budget stop says which budget in ``status`` and is not a success
+    (see :func:`zoframe.result.decide_success` and ``docs/success.md``).
     """
     return build_run(
         problem, solver, estimator=estimator, estimator_params=estimator_params, rng=rng, max_iter=max_iter,
         max_calls=max_calls, max_time=max_time, callback=callback, record_every=record_every, progress=progress,
         x0=x0, executor=executor, chunks=chunks, block_rows=block_rows, nonfinite=nonfinite,
         blas_threads=blas_threads, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-        feasibility_tol=feasibility_tol, registry=registry, options=options, watched=False, **solver_params,
+        feasibility_tol=feasibility_tol, certificate=certificate, certify_tol=certify_tol, registry=registry,
+        options=options, watched=False, **solver_params,
     ).run()

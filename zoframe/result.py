@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 class Status(enum.IntEnum):
     """Why a run ended.
 
-    ``CONVERGED``: the solver's own stationarity test passed. ``MAX_ITER``, ``BUDGET``,
+    ``CONVERGED``: the solver claims convergence (its own stopping test passed); the claim becomes
+    ``Result.success`` only when the final point also passes the certificate
+    (:mod:`zoframe.certificate`). ``MAX_ITER``, ``BUDGET``,
     ``MAX_TIME``: a budget ran out; not a failure of the run, but not a certificate either.
     ``CALLBACK``: the user's callback stopped the run. ``FAILED``: an error ended the run.
     ``DIVERGED``: the iterate or the solver's merit value blew up (non-finite or beyond a bound).
     ``RUNNING``: the run has not ended (a Result taken from an ask/tell run in progress).
-    Only ``CONVERGED`` can give ``Result.success``; see :func:`decide_success`.
+    Only ``CONVERGED`` can give ``Result.success``; see :func:`decide_success` and ``docs/success.md``.
     """
 
     CONVERGED = 0
@@ -55,10 +57,11 @@ class Status(enum.IntEnum):
 def decide_success(status: Status, x: Array, fun: float, feasible: bool | None) -> tuple[bool, str]:
     """The one definition of ``Result.success`` for every solver family.
 
-    A run succeeds when the solver's own stationarity test passed (``status`` is ``CONVERGED``),
-    the final point and objective are finite, and, for constrained problems (``feasible`` is not
-    ``None``), the final point is feasible within the stated tolerance. Returns ``(success, why)``
-    where ``why`` is empty on success and otherwise says what is missing.
+    A run may succeed when the solver claims convergence (``status`` is ``CONVERGED``), the final
+    point and objective are finite, and, for constrained problems (``feasible`` is not ``None``),
+    the final point is feasible within the stated tolerance. Returns ``(success, why)`` where
+    ``why`` is empty when these hold and otherwise says what is missing. The run loop then asks the
+    certificate (:func:`zoframe.certificate.certify`) too: ``Result.success`` needs both.
     """
     if not bool(np.all(np.isfinite(x))):
         return False, "the final point is not finite"
@@ -127,7 +130,8 @@ class Result:
         and the trace column of the same name).
     nfev_by_kind, nfev_by_purpose:
         the same count split by oracle kind and by the solver's purpose tags; the purpose
-        ``"monitor"`` holds the driver's own (unbudgeted) evaluations for the trace.
+        ``"monitor"`` holds the driver's own (unbudgeted) evaluations for the trace, ``"certify"``
+        those of the certificate (also outside the budget).
     x_best, fun_best:
         the best recorded point (lowest ``fun``, feasible points first when the problem reports
         ``max_violation``); after a divergence, the last finite best point.
@@ -137,6 +141,10 @@ class Result:
         problem's measures); ``None`` for other kinds or when it could not be measured.
     notes:
         notices about the run, e.g. defaults the solver adapted to the problem.
+    certificate:
+        the stationarity certificate of the final point (:meth:`zoframe.certificate.Certificate.to_dict`:
+        ``passed``, ``residual``, ``tol``, ...) when the solver claimed convergence, else ``None``;
+        ``success`` is true only when it passed (see ``docs/success.md``).
     user_calls:
         calls of the problem's functions (one call evaluates a whole block of points and
         components), budgeted and monitoring together; ``None`` in results saved by older versions.
@@ -172,6 +180,7 @@ class Result:
     feasibility_tol: float | None = None
     notes: tuple[str, ...] = ()
     user_calls: int | None = None
+    certificate: Mapping[str, Any] | None = None
 
     def __repr__(self) -> str:
         ms = ", ".join(f"{k}={v:.6g}" for k, v in self.measures.items() if k != "fun")
@@ -201,6 +210,7 @@ class Result:
             "feasibility_tol": self.feasibility_tol,
             "notes": list(self.notes),
             "user_calls": self.user_calls,
+            "certificate": None if self.certificate is None else dict(self.certificate),
             "measures": {k: float(v) for k, v in self.measures.items()},
             "x": [float(v) for v in self.x],
         }
@@ -296,6 +306,7 @@ class Result:
                 feasibility_tol=None if doc.get("feasibility_tol") is None else float(doc["feasibility_tol"]),
                 notes=tuple(str(n) for n in doc.get("notes", ())),
                 user_calls=None if user_calls is None else int(user_calls),
+                certificate=None if doc.get("certificate") is None else dict(doc["certificate"]),
             )
         except (KeyError, ValueError, TypeError) as exc:
             raise InvalidInputError(
