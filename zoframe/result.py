@@ -405,6 +405,8 @@ def _inconsistency(r: Result) -> str:
         ok, why = decide_success(r.status, np.asarray(x, dtype=np.float64), r.fun, r.feasible)
         if r.status is not Status.CONVERGED or not ok:
             return f"success=True with status {r.status.name}{f' ({why})' if why else ''}"
+        if r.certificate is not None and not r.certificate.get("passed", False):
+            return "success=True with a certificate that did not pass"
     lengths = {np.asarray(v).shape for v in r.trace.columns.values()}
     if any(len(s) != 1 for s in lengths) or len(lengths) > 1:
         return f"the trace columns have shapes {sorted(lengths)}, not one length"
