@@ -441,11 +441,6 @@ def minimize(
         ``certificate=False`` skips it; a claim is then never a success (message "not certified
         (certificate off)"). See ``docs/success.md``.
 
-    Errors: a bad argument raises before anything is evaluated. Once the run has started, any
-    exception that ends it (the user's function raising, a non-finite value under
-    ``nonfinite="raise"``, a solver refusing the problem at its first evaluations) raises
-    :class:`RunFailedError`, at the first evaluation as at any later one: its ``__cause__`` is the
-    exception and its ``.result`` the run so far (at ``x0`` with ``nit = 0`` if it failed at once).
     options, **solver_params:
         hyper-parameters of the solver (``zoframe info NAME`` lists them).
 
@@ -455,6 +450,12 @@ def minimize(
     finite (and, for constrained problems, feasible) point AND that point passes the certificate
     (``Result.certificate``); a budget stop says which budget in ``status`` and is not a success
     (see :func:`zoframe.result.decide_success` and ``docs/success.md``).
+
+    A bad argument raises before anything is evaluated. Once the run has started, any
+    exception that ends it (the user's function raising, a non-finite value under
+    ``nonfinite="raise"``, a solver refusing the problem at its first evaluations) raises
+    :class:`RunFailedError`, at the first evaluation as at any later one: its ``__cause__`` is the
+    exception and its ``.result`` the run so far (at ``x0`` with ``nit = 0`` if it failed at once).
     """
     return build_run(
         problem, solver, estimator=estimator, estimator_params=estimator_params, rng=rng, max_iter=max_iter,
