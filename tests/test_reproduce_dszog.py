@@ -120,3 +120,22 @@ def test_c_rel_calibrates_the_fairness_thresholds(tmp_path: Path, capsys: pytest
     assert not (out / "fairness").exists()
     assert main(["reproduce", "dszog", "--table", "pairwise", "--c-rel", "0.5", "--out", str(out)]) == 2
     assert "--table pairwise has none" in capsys.readouterr().err
+
+
+def test_the_planned_work_is_stated_before_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command says how many runs it will make and an upper figure for their time before the first."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    ns = reproduce._normalise(parser.parse_args(["--table", "pairwise", "--quick", "--jobs", "2"]))
+    tuning, runs, seconds = reproduce.planned_work(ns, tmp_path)
+    # 4 data sets x (4 + 4 + 2 + 2 + 2 + 2) quick grid points; 4 data sets x 6 methods x 2 seeds
+    assert (tuning, runs) == (4 * 16, 4 * 6 * 2)
+    assert seconds == pytest.approx((tuning + runs) * 10.0 / 2)
+    out = tmp_path / "rep"
+    assert main(["reproduce", "dszog", *TINY, "--seeds", "1", "--out", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("6 tuning run(s) and 2 table run(s)")  # adszog 4 grid points, zopsgd 2
+    assert "after 10 s" in first
+    # the selections are cached now: a second invocation plans no tuning
+    ns = reproduce._normalise(parser.parse_args([*TINY, "--seeds", "1"]))
+    assert reproduce.planned_work(ns, out / "fairness")[0] == 0

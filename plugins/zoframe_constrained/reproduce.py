@@ -628,6 +628,14 @@ def _executor(jobs: int) -> Iterator[Executor | None]:
         yield pool
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 #: the files ``run`` writes into the table's directory
 WRITTEN = ("config.json", "hparams.json", "runs.jsonl", "runs.csv", "summary.csv", "summary.json", "figure.png")
 
@@ -640,11 +648,42 @@ def output_dir(out: str | None) -> Path:
     return Path(out) if out is not None else default_output_dir() / "dszog-reproduction"
 
 
+def planned_work(args: argparse.Namespace, out: Path) -> tuple[int, int, float]:
+    """``(tuning runs, table runs, upper estimate in seconds)`` of a normalised invocation.
+
+    Tuning runs are the grid points of every cell whose selection is not cached in ``hparams.json``
+    yet (every combination of the grid, one repeat each); table runs are every (cell, seed). Each run
+    stops at its iteration budget or at ``--time-cap`` seconds of solver time, whichever comes
+    first, so the estimate is ``(tuning runs + table runs) * time cap / jobs``: an upper figure
+    for the solver time (runs that reach their iteration budget first take less; loading the data
+    sets and the final full passes over the constraints come on top).
+    """
+    path = out / "hparams.json"
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    tuning = 0
+    if args.tune != "none":
+        grids = PAPER_GRIDS if args.tune == "paper" else QUICK_GRIDS
+        for family, ds, solver in _cells(args):
+            entry = cache.get(f"{family}|{ds}|{solver}", {})
+            if entry.get("_tune") == args.tune and entry.get("_select_feasible") == args.select_feasible:
+                continue
+            tuning += math.prod(len(v) for v in grids[solver].values())
+    runs = len(plan(args, {}))
+    return tuning, runs, (tuning + runs) * float(args.time_cap) / max(1, int(args.jobs))
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``zoframe reproduce dszog``."""
     ns = _normalise(args)
     out = output_dir(ns.out) / (ns.table if ns.c_rel is None else f"{ns.table}-crel{ns.c_rel:g}")
     out.mkdir(parents=True, exist_ok=True)
+    tuning, runs, seconds = planned_work(ns, out)
+    print(
+        f"{tuning} tuning run(s) and {runs} table run(s), each stopped at its iteration budget or after "
+        f"{ns.time_cap:g} s: at most about {_duration(seconds)} of solver time with --jobs {ns.jobs} "
+        "(plus data loading and the final checks; runs that reach their iteration budget first are quicker)",
+        flush=True,
+    )
     (out / "config.json").write_text(json.dumps({k: v for k, v in vars(ns).items() if not k.startswith("_") and not callable(v)}, indent=2, default=str))
     t0 = time.perf_counter()
     with _executor(ns.jobs) as pool:
