@@ -22,7 +22,8 @@ class Residuals:
     y: Array
 
     def __call__(self, X: Array, idx: np.ndarray) -> Array:
-        return 0.5 * (X @ self.A[idx].T - self.y[idx]) ** 2  # (k, b): component idx[s] at X[r]
+        out: Array = 0.5 * (X @ self.A[idx].T - self.y[idx]) ** 2  # (k, b): component idx[s] at X[r]
+        return out
 
 
 def planted_least_squares(dim: int = 5, n: int = 40, seed: int = 0) -> zoframe.FiniteSum:
