@@ -76,7 +76,6 @@ def _env(workdir: Path) -> dict[str, str]:
     env.update(
         PYTHONPATH=os.pathsep.join(paths), ZOFRAME_OUT=str(workdir / "zoframe-out"), MPLBACKEND="Agg",
         ZOFRAME_CACHE=str(workdir / "cache"),
-        ZOFRAME_DATA=os.environ.get("ZOFRAME_DATA") or str(ROOT.parent / "shared" / "data"),
     )
     return env
 

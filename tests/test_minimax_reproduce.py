@@ -50,6 +50,7 @@ def test_reproduce_minimax_bad_input(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["reproduce", "minimax", "--datasets", "no-such-set", "--out", str(tmp_path)]) == 2
     assert "no-such-set" in capsys.readouterr().err
 
+@pytest.mark.data("mushrooms")
 def test_reproduce_minimax_writes_under_zoframe_out_by_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

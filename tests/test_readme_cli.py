@@ -98,7 +98,6 @@ def _env(workdir: Path) -> dict[str, str]:
         PYTHONPATH=os.pathsep.join(paths),
         ZOFRAME_OUT=str(workdir / "zoframe-out"),
         MPLBACKEND="Agg",
-        ZOFRAME_DATA=os.environ.get("ZOFRAME_DATA") or str(ROOT.parent / "shared" / "data"),
     )
     return env
 
