@@ -55,3 +55,20 @@ def test_every_minimize_argument_is_described() -> None:
     described = set(re.findall(r"`\**(\w+)`", " ".join(line.split("|")[1] for line in table.splitlines())))
     missing = [n for n in inspect.signature(zoframe.minimize).parameters if n not in described]
     assert not missing, f"docs/api.md's minimize table does not describe {missing}"
+
+
+def test_the_plugin_page_and_the_shipped_example_agree() -> None:
+    """Every component the page's hook module names by "module:attr" is named so by the example's plugin.py."""
+    page = (ROOT / "docs" / "writing-a-plugin.md").read_text(encoding="utf-8")
+    example = ROOT / "docs" / "examples" / "zoframe-example-plugin" / "zoframe_example"
+    plugin = (example / "plugin.py").read_text(encoding="utf-8")
+    refs = set(re.findall(r'"(zoframe_example\.\w+:\w+)"', page))
+    assert len(refs) >= 3, refs  # estimator, solver, problem
+    for ref in refs:
+        module, attr = ref.split(":")
+        assert f'"{ref}"' in plugin, f"docs/writing-a-plugin.md names {ref}; the example's plugin.py does not"
+        source = (example / (module.split(".", 1)[1] + ".py")).read_text(encoding="utf-8")
+        assert re.search(rf"^(class|def) {attr}\b", source, re.M), f"{ref}: no {attr} in the example"
+    names = set(re.findall(r'name="([\w-]+)"', plugin))
+    assert {"antithetic", "tiny-signsgd", "planted-ls"} <= names
+    assert "import numpy" not in plugin and "from zoframe_example." not in plugin  # the hook module stays light
