@@ -6,8 +6,8 @@ A fenced output block in README.md or docs/**/*.md is preceded by one of
     the test runs the commands (``zoframe ...`` / ``python ...``) in a fresh directory and compares
     the block with what the last one printed: every ``name  number`` line of the block must be
     printed with the same name, in the same order, and a value within 2% (values below 1e-9 in
-    both count as zero: round-off), ``verification report:`` and ``verdict: PASS|FAIL`` headers
-    must agree. A stale sample fails the test with both versions.
+    both count as zero: round-off); the labelled text lines (``  certificate: ...``) must be the
+    printed ones, in order; ``verification report:`` and ``verdict: PASS|FAIL`` headers must agree. A stale sample fails the test with both versions.
 ``<!-- output-illustrative: COMMAND (note) -->``
     not compared (machine paths, timings, long studies); the marker names the command that produces
     it, and the test checks that it names one.
@@ -100,6 +100,11 @@ def _headers(text: str) -> list[str]:
     return heads
 
 
+def _labels(text: str) -> list[str]:
+    """The labels of the report's text lines (``  certificate: ...`` -> ``certificate``), in order."""
+    return [m.group(1) for line in text.splitlines() if (m := re.match(r"^\s+([a-z][a-z_ ]*):\s", line))]
+
+
 def _close(a: float, b: float) -> bool:
     if max(abs(a), abs(b)) < ZERO:
         return True
@@ -119,6 +124,8 @@ def compare(shown: str, printed: str) -> list[str]:
     shown_order = [name for name, _ in want if name in got]
     if shown_order != [name for name in order if name in dict(want)]:
         problems.append(f"order of the measures: shown {shown_order}, printed {order}")
+    if _labels(shown) != _labels(printed):
+        problems.append(f"report lines: shown {_labels(shown)}, printed {_labels(printed)}")
     if _headers(shown) != _headers(printed)[: len(_headers(shown))]:
         problems.append(f"headers: shown {_headers(shown)}, printed {_headers(printed)}")
     return problems
@@ -131,6 +138,9 @@ def test_compare_finds_stale_numbers_and_verdicts() -> None:
     assert compare(shown, printed) == ["eps1: shown 6.40679, printed 4.71603"]
     assert compare(shown, printed.replace("FAIL", "PASS").replace("4.716026", "6.406794")) != []
     assert compare("  tiny   8.0e-26\n", "  tiny   1.1e-25\n") == []  # round-off is round-off
+    report = "  fun   1.0\n  reference: cvxpy (cache)\n"
+    assert compare(report, report.replace("(cache)", "(solved in 0.02 s)")) == []  # the text may vary
+    assert compare(report, "  fun   1.0\n  certificate: passed\n  reference: cvxpy\n") != []  # a new line may not
 
 
 def test_every_marker_names_a_command() -> None:
