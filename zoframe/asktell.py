@@ -24,9 +24,11 @@ wants the values for (``"estimate"``, ``"snapshot"``, ...; ``"monitor"`` for the
 
 The problem may be a full problem object (its functions are never called: its structure, its
 measures and ``monitor_free`` are used; the measures' evaluations are requests too), or a
-:class:`ProblemShape` that declares only the structure: then the run has no measures, its trace
-holds ``iteration``, ``calls`` and ``seconds``, ``Result.fun`` is NaN and ``x_best`` is the last
-recorded point.
+:class:`ProblemShape` that declares only the structure: then the run records the measures every
+problem of its kind has (``fun``; the violation of a constrained problem), asked for like the
+solver's own values (purpose ``"monitor"``). ``ProblemShape(..., monitor=False)`` asks for none:
+the trace holds ``iteration``, ``calls`` and ``seconds``, ``Result.fun`` is NaN, ``x_best`` is the
+last recorded point and ``success`` is False (nothing certifies the point).
 
 Checkpoints (:meth:`Run.save`, ``Run(..., resume=path)``) store the settings, the seed and every
 value told so far (8 bytes per evaluation); resuming in another process replays the solver's
@@ -37,7 +39,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import hashlib
 import io
 import json
@@ -52,6 +54,7 @@ from zoframe.driver import BuiltRun, IterationInfo, RngLike, RunFailedError, bui
 from zoframe.errors import CheckpointError, InvalidInputError, NonFiniteValueError, ShapeError
 from zoframe.observers.checkpointing import solver_params
 from zoframe.oracle import DEFAULT_BLOCK_ROWS, CountingOracle, MonitorOracle, NonFinitePolicy, as_values
+from zoframe.problems import constrained_measures
 from zoframe.protocols import Array, ConvexSet, HasMeasures, IntArray, Penalty
 from zoframe.registry import Registry
 from zoframe.result import Result
@@ -62,6 +65,8 @@ __all__ = ["ProblemShape", "Request", "Run"]
 FORMAT = "zoframe-asktell/1"
 #: the version of :data:`FORMAT` (a checkpoint of a larger version was written by a newer zoframe)
 FORMAT_VERSION = 1
+_UNMONITORED = ("ProblemShape(monitor=False): no values were asked for the measures, so the final objective and "
+                "feasibility are unknown and success cannot be certified; keep the default monitor=True to have them")
 
 
 def _ro(a: Any, dtype: Any = np.float64) -> Any:
@@ -72,11 +77,21 @@ def _ro(a: Any, dtype: Any = np.float64) -> Any:
 
 @dataclass(frozen=True, eq=False)
 class ProblemShape:
-    """A problem declared by its structure only, for ask/tell: no callables, no measures.
+    """A problem declared by its structure only, for ask/tell: no callables.
 
     ``kind`` is ``"finite_sum"``, ``"constrained"`` (with ``m`` constraints), ``"minimax"`` (with
     ``dim_y``, ``y0`` and optionally ``y_set``) or ``"composite"`` (with ``A``, ``B``, ``c``,
     ``penalties`` and ``y0``). ``n`` is the number of components (data samples) of the objective.
+
+    With ``monitor=True`` (the default) the run records the measures every problem of the kind has,
+    computed from values it asks for like any other (purpose ``"monitor"``, charged to ``max_calls``
+    as for a problem object): ``fun`` (all ``n`` components at the recorded point; for a minimax
+    problem ``F(x, y)``, for a composite one ``f(x) + sum_j psi_j(y_j)`` and the coupling
+    ``residual``) and, for a constrained problem, the violation measures of a full pass over all ``m``
+    constraints (feasible below ``violation_tol``). So ``Result.fun``, ``feasible`` and ``success``
+    mean what they mean for a problem object. ``monitor=False`` asks for nothing beyond the
+    solver's own requests: ``fun`` is then NaN, feasibility unknown, and ``success`` is False
+    because nothing certifies the final point.
     """
 
     kind: str
@@ -94,8 +109,14 @@ class ProblemShape:
     B: Sequence[Array] = ()
     c: Array | None = None
     penalties: Sequence[Penalty] = ()
+    violation_tol: float = 1e-3
+    monitor: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.monitor, bool):
+            raise InvalidInputError(f"ProblemShape monitor must be True or False, got {self.monitor!r}")
+        if not (isinstance(self.violation_tol, (int, float)) and self.violation_tol >= 0):
+            raise InvalidInputError(f"ProblemShape violation_tol must be a number >= 0, got {self.violation_tol!r}")
         if self.kind not in PROBLEM_KINDS:
             raise InvalidInputError(f"ProblemShape kind must be one of {PROBLEM_KINDS}, got {self.kind!r}")
         for name in ("dim", "n", "m", "dim_y"):
@@ -121,6 +142,23 @@ class ProblemShape:
                 raise InvalidInputError("ProblemShape y0 contains NaN or infinity: give a finite starting point")
         if self.kind == "composite" and (self.A is None or self.c is None or not self.B or self.y0 is None):
             raise InvalidInputError("a composite ProblemShape needs A, B, c, penalties and y0 (one block per B_j)")
+
+
+    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+        """The measures every problem of the kind has (see the class doc), through ``monitor``."""
+        x = outputs["x"]
+        if self.kind == "constrained":
+            return constrained_measures(x, monitor, float(self.violation_tol))
+        if self.kind == "minimax":
+            return {"fun": float(monitor.minimax(x, outputs["y"]).mean())}
+        out = {"fun": float(monitor.objective(x).mean())}
+        if self.kind == "composite":
+            ys = [outputs[f"y{j}"] for j in range(len(self.B)) if f"y{j}" in outputs]
+            if len(ys) == len(self.B) and self.A is not None and self.c is not None:
+                out["fun"] += sum(float(p.value(y)) for p, y in zip(self.penalties, ys, strict=True))
+                r = self.A @ x + sum(b @ y for b, y in zip(self.B, ys, strict=True)) - self.c
+                out["residual"] = float(np.linalg.norm(r))
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -287,7 +325,7 @@ def _stand_in(problem: Any, channel: _Channel) -> _Asked:
     constraint structure (``linear_constraints``, ``cvxpy_constraints``: structure, not evaluations).
     Its functions are requests; white-box gradients are not offered (they would be evaluations)."""
     extras: dict[str, Any] = {}
-    if isinstance(problem, HasMeasures):
+    if isinstance(problem, HasMeasures) and not (isinstance(problem, ProblemShape) and not problem.monitor):
         extras["measures"] = _measures
     for name, fn in (("linear_constraints", _linear_constraints), ("cvxpy_constraints", _cvxpy_constraints)):
         if callable(getattr(problem, name, None)):
@@ -345,6 +383,7 @@ class Run:
                 raise InvalidInputError(f"{name}= is not available with ask/tell: {instead}")
         self._channel = _Channel(nonfinite)
         self._problem = _stand_in(problem, self._channel)
+        self._unmonitored = isinstance(problem, ProblemShape) and not problem.monitor
         stored: dict[str, Any] | None = None
         replay: list[tuple[str, Array]] = []
         if resume is not None:
@@ -419,9 +458,10 @@ class Run:
             self._channel.wait_idle()
         if self._error is not None:
             raise self._error
-        if self._channel.done:
-            return self._built.result()
-        return self._built.loop.result(self._built.best, self._built.trace.columns)
+        res = self._built.result() if self._channel.done else self._built.loop.result(self._built.best, self._built.trace.columns)
+        if self._unmonitored and not res.success:
+            res = replace(res, message=f"{res.message} ({_UNMONITORED})")
+        return res
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write a checkpoint (one ``.npz`` file, atomically): the settings and every told value."""

@@ -42,6 +42,18 @@ def _cmd_list(args: argparse.Namespace, reg: Registry) -> int:
                 extra = f" [{spec.kind}]"
             print(f"  {name:<16} {spec.summary}{extra}")
             print(f"  {'':<16}   {spec.reference}")
+    # the names `zoframe bench SUITE` and `zoframe reproduce NAME` take (summaries only: no module loads)
+    for title, table, how in (
+        ("Benchmark suites", dict(reg.suites()), "zoframe bench SUITE"),
+        ("Reproductions", dict(reg.reproductions()), "zoframe reproduce NAME"),
+    ):
+        print(f"{title} ({how}):")
+        if not table:
+            print("  (none)")
+        for name in sorted(table):
+            spec = table[name].spec
+            print(f"  {name:<16} {spec.summary}")
+            print(f"  {'':<16}   {spec.reference}")
     if reg.failed:
         print("\nPlugins that failed to load:")
         for msg in reg.failed.values():
@@ -495,7 +507,7 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
     )
     _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list solvers, estimators and problems")
+    sub.add_parser("list", help="list solvers, estimators, problems, benchmark suites and reproductions")
     p_info = sub.add_parser("info", help="parameters, problem kinds and citation of a component")
     p_info.add_argument("name", help="a solver, estimator or problem name, or module:attr / file.py:attr of your own")
     p_solve = sub.add_parser("solve", help="solve a registered problem (or module:attr) with a registered solver")

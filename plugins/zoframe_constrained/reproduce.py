@@ -7,7 +7,7 @@ hyper-parameters); plain DSZOG's numbers come from the ICLR 2022 submission (Tab
 
 One command per table::
 
-    zoframe reproduce dszog --table fairness --quick          # a few minutes, no download
+    zoframe reproduce dszog --table fairness --quick          # about 2 minutes, no download
     zoframe reproduce dszog --table pairwise --seeds 10 --time-cap 600
 
 What it does, per table:
@@ -564,7 +564,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=int, default=None, help="iterations of ADSZOG / DSZOG per run (5000; --quick: 300)")
     parser.add_argument("--baseline-iters", type=int, default=None,
                         help="iteration cap of the projection / Frank-Wolfe baselines (2000; --quick: 40)")
-    parser.add_argument("--quick", action="store_true", help="2 seeds, short runs, small grids: a few minutes on fairness")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 seeds, short runs, small grids (measured on 2 busy cores: fairness 2 min, pairwise 32 min)")
     parser.add_argument("--tune", choices=("paper", "quick", "none"), default=None,
                         help="hyper-parameter grids on the validation split (paper; --quick: quick)")
     parser.add_argument("--select-feasible", type=float, default=None, metavar="TOL",
@@ -628,6 +629,22 @@ def _executor(jobs: int) -> Iterator[Executor | None]:
         yield pool
 
 
+#: wall-clock and CPU time of ``--quick`` tables, measured on a 2-core machine shared with other jobs
+#: (stated before the run starts; see docs/reproduce-dszog.md)
+MEASURED_QUICK = {
+    "fairness": "1 min 57 s wall-clock, 49 s of CPU, on 2 busy cores",
+    "pairwise": "32 min wall-clock, 6 min 13 s of CPU, on 2 cores at load 11-14; the tuning runs took 22 min of it",
+}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 #: the files ``run`` writes into the table's directory
 WRITTEN = ("config.json", "hparams.json", "runs.jsonl", "runs.csv", "summary.csv", "summary.json", "figure.png")
 
@@ -640,11 +657,49 @@ def output_dir(out: str | None) -> Path:
     return Path(out) if out is not None else default_output_dir() / "dszog-reproduction"
 
 
+def planned_work(args: argparse.Namespace, out: Path) -> tuple[int, int, float]:
+    """``(tuning runs, table runs, upper estimate in seconds)`` of a normalised invocation.
+
+    Tuning runs are the grid points of every cell whose selection is not cached in ``hparams.json``
+    yet (every combination of the grid, one repeat each); table runs are every (cell, seed). Each run
+    stops at its iteration budget or at ``--time-cap`` seconds of solver time, whichever comes
+    first, so the estimate is ``(tuning runs + table runs) * time cap / jobs`` of solver time (runs
+    that reach their iteration budget first take less). Building each run's problem (reading and
+    subsampling the data) and its final full passes over the constraints come on top: on a loaded
+    machine they can double the wall-clock time (see ``MEASURED_QUICK``).
+    """
+    path = out / "hparams.json"
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    tuning = 0
+    if args.tune != "none":
+        grids = PAPER_GRIDS if args.tune == "paper" else QUICK_GRIDS
+        for family, ds, solver in _cells(args):
+            entry = cache.get(f"{family}|{ds}|{solver}", {})
+            if entry.get("_tune") == args.tune and entry.get("_select_feasible") == args.select_feasible:
+                continue
+            tuning += math.prod(len(v) for v in grids[solver].values())
+    runs = len(plan(args, {}))
+    return tuning, runs, (tuning + runs) * float(args.time_cap) / max(1, int(args.jobs))
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``zoframe reproduce dszog``."""
     ns = _normalise(args)
     out = output_dir(ns.out) / (ns.table if ns.c_rel is None else f"{ns.table}-crel{ns.c_rel:g}")
     out.mkdir(parents=True, exist_ok=True)
+    tuning, runs, seconds = planned_work(ns, out)
+    as_measured = args.quick and all(
+        getattr(args, k, None) is None
+        for k in ("seeds", "time_cap", "iters", "baseline_iters", "tune", "datasets", "methods", "studies", "n_samples", "c_rel")
+    ) and int(ns.jobs) == 1
+    measured = MEASURED_QUICK.get(ns.table) if as_measured else None
+    print(
+        f"{tuning} tuning run(s) and {runs} table run(s), each stopped at its iteration budget or after "
+        f"{ns.time_cap:g} s of solver time: up to about {_duration(seconds)} of solver time with --jobs {ns.jobs}, "
+        "plus building each run's problem and its final checks"
+        + (f" (measured for this command: {measured})" if measured else ""),
+        flush=True,
+    )
     (out / "config.json").write_text(json.dumps({k: v for k, v in vars(ns).items() if not k.startswith("_") and not callable(v)}, indent=2, default=str))
     t0 = time.perf_counter()
     with _executor(ns.jobs) as pool:

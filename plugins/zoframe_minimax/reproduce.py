@@ -75,7 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (1)")
     parser.add_argument("--record-every", type=int, default=None, help="trace spacing (default iters/100)")
     parser.add_argument("--quick", action="store_true", help="a tiny configuration: 2 seeds, 10 iterations")
-    parser.add_argument("--out", default="minimax-figure1", help="output directory (default ./minimax-figure1)")
+    parser.add_argument(
+        "--out", default=None,
+        help="output directory (default: zoframe-out/minimax-figure1, under $ZOFRAME_OUT when it is set)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
@@ -241,9 +244,18 @@ def plot(out: Path, curves: Mapping[str, Any], eps: float) -> list[Path]:
     return written
 
 
+def _out_dir(args: argparse.Namespace) -> Path:
+    """``--out`` as given, else ``minimax-figure1`` under zoframe's output directory."""
+    from zoframe._paths import output_path
+
+    if args.out is None:
+        return output_path("minimax-figure1/summary.json").parent
+    return Path(args.out)
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    out = Path(args.out)
+    out = _out_dir(args)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     for dataset in cfg["datasets"]:
         _problem(dataset, cfg["data_seed"])  # fail early on a missing dataset
