@@ -263,3 +263,17 @@ def test_solver_validates_the_new_parameters() -> None:
         ADSZOG(ftol=0.0)
     with pytest.raises(zoframe.InvalidParameterError):
         ADSZOG(small_problem=-1)
+
+
+def test_a_saddle_point_is_not_accepted() -> None:
+    """``min x0^2 - x1^2 + x1^4`` (x0 <= 5): from (1, 0) the x1-gradient is 0 along the whole path and SQP meets the
+    saddle (0, 0), a KKT point; the second-order probe finds the lower feasible points next to it and the run
+    ends at a minimum, x1 = +-1/sqrt(2), f = -1/4."""
+    prob = zoframe.Constrained(
+        lambda X: X[:, 0] ** 2 - X[:, 1] ** 2 + X[:, 1] ** 4, lambda X, idx: (X[:, 0] - 5.0)[:, None][:, idx * 0], m=1,
+        x0=np.array([1.0, 0.0]),
+    )  # fmt: skip
+    for seed in SEEDS:
+        r = zoframe.minimize(prob, "adszog", rng=seed, max_calls=20_000)
+        assert r.success and abs(r.fun + 0.25) <= 1e-8, (r.fun, r.message)
+        assert "second-order probe" in r.message

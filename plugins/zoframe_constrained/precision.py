@@ -24,6 +24,9 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         the KKT residual |grad f + J_W^T lam + bounds| <= kkt_tol max(1, |grad f|_inf), and the step
         |p|_inf <= xtol max(1, |x|_inf) or the predicted change |grad f^T p| + sum lam_j |g_j| <=
         ftol max(1, |f|)
+    P5b at such a point, a second-order probe: x +- t v along two random directions v in the null space of
+        the active gradients; a feasible probe point with a lower objective (a saddle, a maximum along the
+        boundary) is taken as the next iterate and the phase goes on
     P6  line search on the merit f + rho max(0, max_j g_j) (rho >= 1.5 sum lam): each trial is one
         objective pass over the n components and one blocked value-only pass over all m constraints
         (:func:`zoframe.measures.max_violation_full`, keeping the top K values for the next W)
@@ -59,6 +62,9 @@ _H = _EPS ** (1.0 / 3.0)
 _TRIALS = 10
 #: consecutive line searches without an accepted point before the phase gives up (after resetting B)
 _FAILS = 4
+
+#: at most this many second-order probes find a better point (then a KKT point is accepted without one)
+_PROBES = 5
 
 #: status codes of the phase (kept as a float in the packed state)
 RUNNING, CONVERGED, STALLED, DIVERGED, BUDGET = 0, 1, 2, 3, 4
@@ -116,6 +122,7 @@ class PrecisionState:
     elastic: int = 0  # iterations whose QP needed the elastic variable
     dropped: int = 0  # violated constraints left out of W by the cap K (last pass)
     before: int = 0  # evaluations of the run before the phase started
+    probes: int = 0  # second-order probes that found a better feasible point (P5)
 
     @property
     def violation(self) -> float:
@@ -123,7 +130,7 @@ class PrecisionState:
 
     _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "gL_prev", "s_prev", "best_x")
     _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "status", "kkt", "step", "working", "cost",
-                "spent", "elastic", "dropped", "before")  # fmt: skip
+                "spent", "elastic", "dropped", "before", "probes")  # fmt: skip
 
     def pack(self) -> tuple[Array, ...]:
         """The state as a tuple of arrays (what a checkpoint stores)."""
@@ -136,7 +143,7 @@ class PrecisionState:
         arrays["cand"] = np.asarray(arrays["cand"], dtype=np.intp)
         arrays["lam_idx"] = np.asarray(arrays["lam_idx"], dtype=np.intp)
         scal: dict[str, Any] = dict(zip(cls._SCALARS, packed[-1].tolist(), strict=True))
-        for k in ("it", "fails", "status", "working", "cost", "spent", "elastic", "dropped", "before"):
+        for k in ("it", "fails", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes"):
             scal[k] = int(scal[k])
         return cls(**arrays, **scal)
 
@@ -315,8 +322,11 @@ def _bfgs(B: Array, s: Array, y: Array, first: bool) -> Array:
     return out
 
 
-def precision_step(oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings) -> PrecisionState:
-    """One iteration P1-P6 of the phase from ``st`` (see the module docstring); an ended phase stays as it is."""
+def precision_step(
+    oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None = None
+) -> PrecisionState:
+    """One iteration P1-P6 of the phase from ``st`` (see the module docstring); an ended phase stays as it is.
+    ``rng``: the random directions of the second-order probe (P5b; ``None``: no probe)."""
     if st.status != RUNNING:
         return st
     spent0 = oracle.calls
@@ -353,6 +363,18 @@ def precision_step(oracle: CountingOracle, st: PrecisionState, settings: Precisi
     base: dict[str, Any] = {"it": st.it + 1, "kkt": kkt, "step": step, "working": int(W.shape[0]),
             "elastic": st.elastic + (qp.xi > 0.0)}  # fmt: skip
     if st.violation <= settings.violation_tol and kkt <= settings.kkt_tol and small and not qp.trust and qp.xi == 0.0:
+        found = None
+        if rng is not None and st.probes < _PROBES:  # P5b: is it a minimum along the active constraints?
+            A = np.vstack([J[pos], np.eye(d)[qp.lam_box != 0.0]])
+            found = _probe(oracle, x, st.fx, A, settings, rng, K)
+        if found is not None:  # a better feasible point next to a KKT point that is no minimum: go on from there
+            trial, ft, vt, cand = found
+            spent = oracle.calls - spent0
+            return dataclasses.replace(
+                st, x=trial, fx=ft, vmax=vt, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=lam, gL_prev=np.zeros(0),
+                s_prev=np.zeros(0), probes=st.probes + 1, cost=spent, spent=st.spent + spent, fails=0,
+                best_x=trial.copy(), best_f=ft, best_v=vt, **base,
+            )  # fmt: skip
         spent = oracle.calls - spent0
         return dataclasses.replace(st, status=CONVERGED, lam_idx=lam_idx, lam=lam, B=B, cost=spent,
                                    spent=st.spent + spent, **base)  # fmt: skip
@@ -410,6 +432,37 @@ def precision_step(oracle: CountingOracle, st: PrecisionState, settings: Precisi
     )  # fmt: skip
 
 
+def _probe(
+    oracle: CountingOracle, x: Array, fx: float, A: Array, settings: PrecisionSettings, rng: np.random.Generator, k: int
+) -> tuple[Array, float, float, IntArray] | None:
+    """P5b, a second-order probe at a KKT point: ``x +- t v`` for two random unit directions ``v`` in the null
+    space of the active gradients ``A`` (``t = 10^-2 max(1, |x|_inf)``, inside the bounds). A probe point whose
+    objective is below ``f(x) - 10^-12 max(1, |f(x)|)`` and whose max violation over all ``m`` (a full pass)
+    is ``<= violation_tol`` shows that ``x`` is no local minimum (a saddle, a maximum along the boundary):
+    it is returned with its values. Cost: ``4 n`` plus ``m`` per lower probe point checked."""
+    d = x.shape[0]
+    if A.shape[0]:
+        _, sv, Vt = np.linalg.svd(A)
+        rank = int((sv > 1e-10 * max(float(sv.max(initial=0.0)), 1e-300)).sum())
+        null = Vt[rank:].T
+    else:
+        null = np.eye(d)
+    if null.shape[1] == 0:
+        return None
+    V = null @ rng.standard_normal((null.shape[1], 2))
+    V /= np.maximum(np.linalg.norm(V, axis=0), 1e-300)
+    t = 1e-2 * max(1.0, float(np.abs(x).max()))
+    P = _inside(oracle, np.vstack([x + t * V.T, x - t * V.T]))
+    F = _objective(oracle, P)
+    for i in np.argsort(F):
+        if not F[i] < fx - 1e-12 * max(1.0, abs(fx)):
+            break
+        vt, cand, _ = _pass(oracle, P[i], k)
+        if max(vt, 0.0) <= settings.violation_tol:
+            return P[i].copy(), float(F[i]), vt, cand
+    return None
+
+
 def describe(st: PrecisionState) -> str:
     """The phase in one sentence (for the stop message)."""
     return (
@@ -417,4 +470,5 @@ def describe(st: PrecisionState) -> str:
         f"last iteration {st.cost} evaluations, KKT residual {st.kkt:.2g} of max(1, |grad f|), step {st.step:.2g}, "
         f"max violation {st.violation:.2g}" + (f", {st.elastic} elastic QP(s)" if st.elastic else "")
         + (", the working-set cap left violated constraints out" if st.dropped else "")
+        + (f", {st.probes} second-order probe(s) found a better point next to a KKT point" if st.probes else "")
     )

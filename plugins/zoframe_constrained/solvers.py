@@ -99,6 +99,8 @@ _TRIALS = 6
 #: step="auto": stationary after this many restarts of the step length that found no decrease
 _STALLS = 3
 _STALL_TEXT = "four line searches in a row, the last ones with B reset"
+#: steps="auto": a stalled precision phase hands back to the penalty phase at most this many times
+_HAND_BACKS = 3
 
 
 def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
@@ -723,12 +725,13 @@ class _PenaltyMinimax(SolverBase):
         need = max(frac * oracle.max_calls, 4.0 * (oracle.m + 2 * oracle.dim * min(oracle.m, 16 * oracle.dim)))
         return oracle.remaining <= min(need, 0.5 * oracle.max_calls)
 
-    def handover_due(self, oracle: CountingOracle) -> bool:
+    def handover_due(self, oracle: CountingOracle, retries: int = 0) -> bool:
         """``steps="auto"`` with ``max_calls``: whether the penalty phase has spent ``penalty_share`` of it (the
-        rest goes to the restoration and the precision phase)."""
+        rest goes to the restoration and the precision phase); after ``retries`` hand-backs from a stalled
+        precision phase, ``penalty_share`` of what was left each time (1/2, 3/4, 7/8 of ``max_calls``, ...)."""
         if oracle.max_calls is None:
             return False
-        return oracle.calls >= self.penalty_share * oracle.max_calls
+        return oracle.calls >= oracle.max_calls * (1.0 - (1.0 - self.penalty_share) ** (retries + 1))
 
     def after_step(
         self, oracle: CountingOracle, st: Any, new: dict[str, Any], accepted: bool, viol: float, g_norm: float,
@@ -773,7 +776,7 @@ class _PenaltyMinimax(SolverBase):
                 win_t0, win_v0, stalls = t, viol, 0
         elif self.reserve_reached(oracle):
             new.update(restore_final=True)
-        elif self.handover_due(oracle):  # enough budget spent on the penalty phase: restoration, then precision
+        elif self.handover_due(oracle, int(st.retries)):  # enough budget spent on the penalty phase: restoration, then precision
             new.update(stationary=True, restore_final=True)
         new.update(beta=beta, alpha=alpha, win_t0=win_t0, win_v0=win_v0, stalls=stalls)
         return new
@@ -869,14 +872,17 @@ class _PenaltyMinimax(SolverBase):
             st, x=ps.x, precision=ps.pack(), switch_reason=why, restore_final=False, rounds=0,
         )  # fmt: skip
 
-    def precision_step(self, oracle: CountingOracle, state: StateT) -> StateT:
+    def precision_step(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
         """One iteration of the precision phase; at its end the point returned is the best feasible one
         when the phase did not converge at a feasible point."""
         st: Any = state
         ps = PrecisionState.unpack(st.precision)
         if ps.status != RUNNING:  # ended (a resumed run asks for one more step): nothing to evaluate
             return state
-        ps = precision_step(oracle, ps, self.precision_settings())
+        ps = precision_step(oracle, ps, self.precision_settings(), rng)
+        if ps.status == STALLED and int(st.retries) < _HAND_BACKS and self._budget_for_more(oracle):
+            back: StateT = self._hand_back(oracle, st, ps)
+            return back
         if ps.status in (DIVERGED, STALLED, BUDGET) and ps.best_x.shape[0] and (
             ps.status == DIVERGED or ps.violation > self.tol or ps.fx > ps.best_f
         ):
@@ -884,11 +890,30 @@ class _PenaltyMinimax(SolverBase):
         out: StateT = dataclasses.replace(st, x=ps.x, precision=ps.pack(), t=int(st.t) + 1)
         return out
 
+    def _budget_for_more(self, oracle: CountingOracle) -> bool:
+        """Whether more than a quarter of ``max_calls`` is left (always, without ``max_calls``)."""
+        return oracle.max_calls is None or (oracle.remaining is not None and oracle.remaining > 0.25 * oracle.max_calls)
+
+    def _hand_back(self, oracle: CountingOracle, st: Any, ps: PrecisionState) -> Any:
+        """A stalled precision phase with budget left: the penalty phase resumes from its best point (the best
+        feasible one, else where it stalled), with a stronger penalty when that point is infeasible; it hands
+        over again by the usual rules (``retries`` counts the hand-backs)."""
+        x = ps.best_x if ps.best_x.shape[0] else ps.x
+        beta = float(st.beta) * (self.beta_growth if not ps.best_x.shape[0] else 1.0)
+        return dataclasses.replace(
+            st, x=np.array(x, copy=True), precision=None, retries=int(st.retries) + 1, stationary=False,
+            restore_final=False, stalls=0, rounds=0, restore_active=None, restore_best=None, t=int(st.t) + 1,
+            beta=min(beta, self.beta_max), alpha=self.first_length(x, oracle) * 1e-2, win_t0=int(st.t),
+            win_v0=math.inf, switch_reason="",
+        )  # fmt: skip
+
     def _precision_stop(self, state: Any) -> str | None:
         ps = PrecisionState.unpack(state.precision)
         if ps.status == RUNNING:
             return None
         text = f"{describe(ps)}; switched after {ps.before} evaluations: {state.switch_reason}"
+        if int(state.retries):
+            text += f" ({int(state.retries)} earlier stall(s) of the precision phase handed back to the penalty phase)"
         if ps.status == CONVERGED:
             return StopReason(
                 f"stationarity test passed (KKT residual {ps.kkt:.2g} <= kkt_tol = {self.kkt_tol:g}, max violation over "
@@ -1302,7 +1327,7 @@ class DSZOG(_PenaltyMinimax):
 
     def step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
         if state.precision is not None:
-            return self.precision_step(oracle, state)
+            return self.precision_step(oracle, state, rng)
         if self.restoring(state):
             return self.restore(oracle, state, rng)
         if self.auto:
@@ -1467,7 +1492,7 @@ class ADSZOG(_PenaltyMinimax):
 
     def step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
         if state.precision is not None:
-            return self.precision_step(oracle, state)
+            return self.precision_step(oracle, state, rng)
         if self.restoring(state):
             return self.restore(oracle, state, rng)
         if self.auto:
