@@ -451,6 +451,11 @@ class _PenaltyMinimax(SolverBase):
             notes.append(f"M2: the sum over j ~ p is exact over all m = {oracle.m} constraints (m <= {DEFAULT_BATCH})")
         elif self.M2 is None and m2 < DEFAULT_BATCH:
             notes.append(f"M2 = {m2} (m = {oracle.m} constraints; the default is {DEFAULT_BATCH})")
+        if self.small(oracle):
+            notes.append(
+                f"small problem: the precision phase runs from x0 ((n + m) dim = {(oracle.n + oracle.m) * oracle.dim} "
+                f"<= small_problem = {self.small_problem})"
+            )
         if notes and m1 == oracle.n and m3 == oracle.m and self.exact_p(oracle):
             if isinstance(self.estimator_for(oracle), CoordinateEstimator):
                 notes.append("full batches and central differences along the coordinates: deterministic")
@@ -1081,12 +1086,10 @@ class _PenaltyMinimax(SolverBase):
     def terminate(self, state: Any) -> str | None:
         """Why the run ends, with an honest status (a :class:`~zoframe.solver.StopReason`).
 
-        ``CONVERGED`` only when the stationarity test of ``steps="auto"`` passed (the accepted
-        normalised step fell below ``xtol * max(1, |w|_inf)`` with a sampled violation
-        ``<= restore_band``) AND the restoration then reached ``violation_tol``. A restoration that
-        ends feasible after ``restore_after`` steps or on the budget reserve stops with ``MAX_ITER``
-        or ``BUDGET`` (feasible, no stationarity certificate); one that does not reach the tolerance
-        stops with ``FAILED``.
+        ``CONVERGED`` only when the precision phase's KKT test of ``steps="auto"`` passed
+        (:meth:`_precision_stop`). A restoration that ends feasible after ``restore_after`` steps or on
+        the budget reserve stops with ``MAX_ITER`` or ``BUDGET`` (feasible, no stationarity
+        certificate); one that does not reach the tolerance stops with ``FAILED``.
         """
         if str(getattr(state, "diverged", "")):
             return StopReason(str(state.diverged), Status.DIVERGED)
@@ -1097,16 +1100,6 @@ class _PenaltyMinimax(SolverBase):
         how = "full pass over all constraints" if state.checked == getattr(state, "m", -1) else f"sampled: {state.checked} constraints"
         if state.violation <= self.tol:
             text = f"feasible: max violation {state.violation:.3g} <= {self.tol:g} ({how}) after {state.rounds} restoration round(s)"
-            if bool(state.stationary):
-                return StopReason(
-                    f"{text}; stationarity test passed (KKT residual {state.kkt:.2g} of the gradient <= {self.kkt_tol:g})",
-                    Status.CONVERGED,
-                )
-            if math.isfinite(float(state.kkt)):
-                return StopReason(
-                    f"{text}; stationarity test failed (KKT residual {state.kkt:.2g} of the gradient > {self.kkt_tol:g})",
-                    Status.BUDGET,
-                )
             if bool(state.restore_final):
                 return StopReason(
                     f"{text}, on the budget reserve kept for the restoration; no stationarity certificate", Status.BUDGET
