@@ -99,8 +99,6 @@ _TRIALS = 6
 #: step="auto": stationary after this many restarts of the step length that found no decrease
 _STALLS = 3
 _STALL_TEXT = "four line searches in a row, the last ones with B reset"
-#: steps="auto": a stalled precision phase hands back to the penalty phase at most this many times
-_HAND_BACKS = 3
 
 
 def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
@@ -885,7 +883,7 @@ class _PenaltyMinimax(SolverBase):
         if ps.status != RUNNING:  # ended (a resumed run asks for one more step): nothing to evaluate
             return state
         ps = precision_step(oracle, ps, self.precision_settings(), rng)
-        if ps.status == STALLED and int(st.retries) < _HAND_BACKS and self._budget_for_more(oracle):
+        if ps.status == STALLED and self._budget_for_more(oracle):
             back: StateT = self._hand_back(oracle, st, ps)
             return back
         if ps.status in (DIVERGED, STALLED, BUDGET) and ps.best_x.shape[0] and (
