@@ -26,6 +26,14 @@ Constrained    objective as above; constraints       constraints ``g(x, j) -> fl
 Minimax        ``F(X, Y) -> (k,)`` / ``F(X, Y, idx)``  ``F(x, y) -> float`` / ``F(x, y, i)``
 Composite      objective as FiniteSum                 objective as FiniteSum
 =============  ====================================  =====================================
+
+Results are checked (shape, real values) and handed on as the function returned them; the
+counting oracle copies them, as it copies any problem's results, so that a function may keep the
+array it returned and write to it later. ``fresh_results=True`` declares that every call of the
+problem's vectorized functions returns a new array that the function does not keep (nor a view of
+it): the oracle then keeps the results without the copy. Most numpy expressions
+(``(X @ A[idx].T - y[idx])**2``) make a new array per call; a function that returns a cached or
+preallocated array, one of its attributes or a view of one must not declare it.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ import numpy as np
 
 from zoframe.errors import InvalidInputError, ShapeError
 from zoframe.measures import FULL_PASS_BLOCK, max_violation_full
-from zoframe.oracle import MonitorOracle, as_values
+from zoframe.oracle import MonitorOracle, as_values, checked_values
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
 from zoframe.sets import Box
 
@@ -55,6 +63,11 @@ def _vector(x: Any, name: str) -> Array:
         raise InvalidInputError(f"{name} contains NaN or infinity")
     arr.setflags(write=False)
     return arr
+
+
+def _flag(value: Any, name: str) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
 
 
 def _box(bounds: Any, dim: int, feasible_set: ConvexSet | None) -> ConvexSet | None:
@@ -166,13 +179,14 @@ def _scalar(v: Any, fn: Callable[..., Any], role: str) -> float:
 def _eval_batched(
     fn: Callable[..., Any], arrays: Sequence[Array], idx: IntArray, n: int, vectorized: bool, role: str = "objective"
 ) -> Array:
-    """Evaluate a user callable on a batch; its result is checked by :func:`~zoframe.oracle.as_values`."""
+    """Evaluate a user callable on a batch; its result is checked by :func:`~zoframe.oracle.checked_values`
+    and handed on (the oracle copies it unless the problem declares ``fresh_results``)."""
     k = arrays[0].shape[0]
     if vectorized:
         if n == 1:  # f(X) -> (k,): one column, repeated for every (necessarily 0) index
-            out = as_values(fn(*arrays), k, 1, _name(fn, role), per_point=True)
+            out = checked_values(fn(*arrays), k, 1, _name(fn, role), per_point=True)
             return out if len(idx) == 1 else out[:, np.zeros(len(idx), dtype=np.intp)]
-        return as_values(fn(*arrays, idx), k, len(idx), _name(fn, role))
+        return checked_values(fn(*arrays, idx), k, len(idx), _name(fn, role))
     out = np.empty((k, len(idx)))
     for r in range(k):  # the user's function is scalar: one call per point and index
         row = [a[r] for a in arrays]
@@ -225,9 +239,11 @@ class FiniteSum:
     feasible_set: ConvexSet | None = None
     name: str = "finite-sum"
     bounds: tuple[Any, Any] | None = None
+    fresh_results: bool = False
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
@@ -270,9 +286,11 @@ class Constrained:
     name: str = "constrained"
     bounds: tuple[Any, Any] | None = None
     feasible_set: ConvexSet | None = None
+    fresh_results: bool = False
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
@@ -286,7 +304,9 @@ class Constrained:
 
     def constraints(self, X: Array, idx: IntArray) -> Array:
         if self.vectorized:
-            return as_values(self.constraints_fun(X, idx), X.shape[0], len(idx), _name(self.constraints_fun, "constraints"))
+            return checked_values(
+                self.constraints_fun(X, idx), X.shape[0], len(idx), _name(self.constraints_fun, "constraints")
+            )
         return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False, "constraints")
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
@@ -310,10 +330,12 @@ class Minimax:
     n: int = 1
     vectorized: bool = True
     name: str = "minimax"
+    fresh_results: bool = False
     dim: int = field(init=False)
     dim_y: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "y0", _vector(self.y0, "y0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
@@ -354,9 +376,11 @@ class Composite:
     n: int = 1
     vectorized: bool = True
     name: str = "composite"
+    fresh_results: bool = False
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
