@@ -313,6 +313,10 @@ def _finite_gradient(g: Array, name: str, ids: IntArray) -> None:
 class CountingOracle:
     """Counted, budgeted, validated access to a problem's function values.
 
+    The problem's optional attribute ``fresh_results`` (``True`` or ``False``, default ``False``)
+    declares whether each call of its functions returns a new array that nothing else holds or
+    views: its results are then kept without the copy (see the module docstring).
+
     Parameters
     ----------
     problem:
@@ -328,10 +332,6 @@ class CountingOracle:
         rows per user-function call (default :data:`DEFAULT_BLOCK_ROWS` = 256): a batch of ``k`` rows
         is evaluated as the blocks ``[0, B), [B, 2B), ...`` serially and in parallel alike. Lower it
         to spread small batches of an expensive function over an executor's workers.
-
-    The problem's optional ``fresh_results`` (``True`` or ``False``, default ``False``) declares
-    whether each call of its functions returns a new array that nothing else holds or views; see
-    the module docstring.
     """
 
     def __init__(
