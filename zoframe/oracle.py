@@ -207,7 +207,8 @@ def _result(raw: Any, k: int, b: int, oracle: CountingOracle, fn: Callable[..., 
             if oracle._fresh and flags.writeable:
                 kept: Array = raw
                 return kept
-            return _copy(raw)
+            copied: Array = raw.copy(order="K")  # _copy of an array that owns its memory
+            return copied
     return _values(raw, k, b, oracle._function_name(fn, kind), False, _KEEP if oracle._fresh else _COPY)
 
 
