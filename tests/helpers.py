@@ -28,3 +28,19 @@ def load_golden(module_name: str) -> ModuleType:
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def need_data_file(path: Path, what: str) -> None:
+    """Skip the calling test when the real data file ``path`` is missing (a failure with ``ZOFRAME_REQUIRE_DATA=1``).
+
+    For raw files that are not catalogue data sets (use ``@pytest.mark.data(NAME)`` for those)."""
+    import os
+
+    import pytest
+
+    if path.is_file():
+        return
+    text = f"needs {what} ({path.name}), not found at {path}: set ZOFRAME_DATA to a directory holding it"
+    if os.environ.get("ZOFRAME_REQUIRE_DATA", "").strip() not in ("", "0", "false", "no"):
+        pytest.fail(f"ZOFRAME_REQUIRE_DATA is set but this test {text}", pytrace=False)
+    pytest.skip(text)

@@ -22,6 +22,7 @@ def news(tmp_path_factory: pytest.TempPathFactory) -> FusedLasso:
         return FusedLasso("20news", n_samples=600, seed=0)
 
 
+@pytest.mark.data("20news_w100")
 def test_fused_lasso_structure_and_gradient(news: FusedLasso) -> None:
     assert news.n == 300 and news.dim == 100
     assert news.test.shape[0] == 300
@@ -36,6 +37,7 @@ def test_fused_lasso_structure_and_gradient(news: FusedLasso) -> None:
     np.testing.assert_allclose(news.full_gradient(x), news.component_gradients(x, np.arange(news.n)).mean(0), atol=1e-12)
 
 
+@pytest.mark.data("20news_w100")
 def test_fused_lasso_svrg_admm_decreases_objective_and_test_loss(news: FusedLasso) -> None:
     res = zoframe.minimize(news, "zo-svrg-admm", rng=0, max_iter=300, rho=0.1, eta=5.0, rank_check="ignore")
     fun, test = res.trace["fun"], res.trace["test_loss"]
@@ -61,6 +63,7 @@ def test_structured_attack_is_black_box_and_lowers_the_attack_loss() -> None:
     assert res.measures["fooled"] >= 0.5
 
 
+@pytest.mark.data("20news_w100")
 def test_reproduce_admm_tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from zoframe.cli import main
 
@@ -111,6 +114,7 @@ def test_time_to_gap_depends_on_each_run_only() -> None:
         time_to_gap(traces, 1e-3, float("nan"))
 
 
+@pytest.mark.data("20news_w100")
 def test_reference_objective_is_independent_deterministic_and_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -106,18 +106,63 @@ def test_nonfinite_inf_policy_passes_values_to_the_oracle() -> None:
 
 
 def test_a_problem_declared_without_callables() -> None:
-    shape = ProblemShape(kind="finite_sum", dim=5, n=1, x0=np.zeros(5))
+    """A ProblemShape's run records fun from values it asks for, and matches minimize on the same function."""
     target = np.arange(5.0)
+
+    def f(X: np.ndarray) -> np.ndarray:
+        return ((X - target) ** 2).sum(axis=1)
+
+    shape = ProblemShape(kind="finite_sum", dim=5, n=1, x0=np.zeros(5))
     with Run(shape, "zo-sgd", rng=0, max_calls=2000, eta=0.1, q=4) as run:
+        purposes = set()
+        while (req := run.ask()) is not None:
+            purposes.add(req.purpose)
+            run.tell(req, f(req.points))  # (k,) for one component
+        res = run.result()
+    assert purposes == {"estimate", "monitor"} and res.nfev_by_purpose["monitor"] > 0
+    assert res.status is Status.BUDGET and res.nfev <= 2000 and "fun" in res.trace.names
+    assert res.fun == pytest.approx(float(f(res.x[None])[0]))  # fun of the final point, from told values
+    ref = zoframe.minimize(zoframe.FiniteSum(f, x0=np.zeros(5)), "zo-sgd", rng=0, max_calls=2000, eta=0.1, q=4)
+    assert np.array_equal(res.x, ref.x) and res.fun == ref.fun and res.nfev == ref.nfev
+    assert np.linalg.norm(res.x - target) < 0.1 * np.linalg.norm(target)
+
+    quiet = ProblemShape(kind="finite_sum", dim=5, n=1, x0=np.zeros(5), monitor=False)
+    with Run(quiet, "zo-sgd", rng=0, max_calls=2000, eta=0.1, q=4) as run:
         first = run.ask()
         assert first is not None and first.purpose == "estimate"  # no measures: nothing to monitor
         while (req := run.ask()) is not None:
-            run.tell(req, ((req.points - target) ** 2).sum(axis=1))  # (k,) for one component
+            run.tell(req, f(req.points))
         res = run.result()
     assert res.status is Status.BUDGET and res.nfev <= 2000 and "monitor" not in res.nfev_by_purpose
     assert set(res.trace.names) == {"iteration", "calls", "seconds"} and np.isnan(res.fun)
     assert np.array_equal(res.x_best, res.x)  # without measures the best point is the last recorded
-    assert np.linalg.norm(res.x - target) < 0.1 * np.linalg.norm(target)
+    assert not res.success and "monitor=False" in res.message and "cannot be certified" in res.message
+
+
+def test_a_constrained_shape_certifies_like_the_problem_object() -> None:
+    """The same constrained run through the problem object and through its ProblemShape: same Result."""
+
+    def objective(X: np.ndarray) -> np.ndarray:
+        return (X[:, 0] - 2.0) ** 2 + (X[:, 1] - 1.0) ** 2
+
+    def constraints(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.stack([X[:, 0] ** 2 - X[:, 1], X[:, 0] + X[:, 1] - 2.0], axis=1)[:, idx]
+
+    problem = zoframe.Constrained(objective, constraints, m=2, x0=np.array([0.5, 2.5]), bounds=(0.0, 3.0))
+    shape = ProblemShape(kind="constrained", dim=2, m=2, x0=problem.x0, feasible_set=problem.feasible_set)
+    results = []
+    for target in (problem, shape):
+        with Run(target, "adszog", rng=0, max_calls=20_000) as run:
+            while (req := run.ask()) is not None:
+                f = problem.components if req.kind == "objective" else problem.constraints
+                run.tell(req, f(req.points, req.indices))
+            results.append(run.result())
+    by_object, by_shape = results
+    assert by_object.success and by_shape.success and by_shape.feasible is True
+    assert by_shape.fun == by_object.fun and np.array_equal(by_shape.x, by_object.x)
+    assert by_shape.status is by_object.status and by_shape.nfev == by_object.nfev
+    with pytest.raises(InvalidInputError, match="monitor must be True or False"):
+        ProblemShape(kind="finite_sum", dim=2, x0=np.zeros(2), monitor="yes")  # type: ignore[arg-type]
 
 
 def test_shapes_are_validated() -> None:

@@ -71,7 +71,9 @@ def test_pairwise_white_box_structure_and_exact_violations() -> None:
 
 @pytest.mark.parametrize(
     ("dataset", "dim", "m_range"),
-    [("a9a", 123, (40_000, 50_000)), ("w8a", 300, (6_000, 9_000)), ("svmguide3", 22, (40_000, 50_000)),
+    [pytest.param("a9a", 123, (40_000, 50_000), marks=pytest.mark.data("a9a")),
+     pytest.param("w8a", 300, (6_000, 9_000), marks=pytest.mark.data("w8a")),
+     pytest.param("svmguide3", 22, (40_000, 50_000), marks=pytest.mark.data("svmguide3")),
      ("gen", 50, (55_000, 65_000)), ("breast-cancer", 31, (18_000, 20_000))],
 )  # fmt: skip
 def test_pairwise_sizes_match_the_paper(dataset: str, dim: int, m_range: tuple[int, int]) -> None:
@@ -84,6 +86,7 @@ def test_pairwise_sizes_match_the_paper(dataset: str, dim: int, m_range: tuple[i
     assert abs(sizes[0] - 0.5 * n_total) <= 2 and abs(sizes[1] - 0.3 * n_total) <= 2
 
 
+@pytest.mark.data("svmguide3")
 def test_splits_are_reproducible_and_seeded() -> None:
     a, b, c = pairwise("svmguide3", seed=1), pairwise("svmguide3", seed=1), pairwise("svmguide3", seed=2)
     np.testing.assert_array_equal(a.data.X_train, b.data.X_train)
@@ -165,6 +168,7 @@ def test_fairness_thresholds_relative_to_the_unconstrained_classifier() -> None:
         dataclasses.replace(base, c=-np.ones(base.m))
 
 
+@pytest.mark.data("svmguide3")
 def test_kernel_variants() -> None:
     prob = pairwise("svmguide3", kernel="rbf", landmarks=40)
     assert prob.dim == 40 and prob.name.endswith("-rbf")

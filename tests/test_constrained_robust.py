@@ -191,7 +191,11 @@ def test_infeasible_constraints_fail_honestly() -> None:
 
 
 def test_success_means_feasible_and_the_kkt_test_passed_on_the_suite_sample() -> None:
-    """Every success claim on a sample of the suite is a point within 1e-2 of f* with violation <= 1e-6."""
+    """Every success claim on a sample of the suite is a point within 1e-2 of f* with violation <= 1e-6.
+
+    A run whose own test passes (CONVERGED) is a success only when the certificate passes too; the
+    solver's test is looser (relative to its first gradient): on this sample four of its claims stop
+    at KKT residuals of 2e-3 to 2e-2 of the gradient and are refused, saying so in the message."""
     names = ["hs010", "hs021", "hs035", "hs076", "hs215", "hs224", "qp-00"]
     claims = 0
     for name in names:
@@ -203,7 +207,9 @@ def test_success_means_feasible_and_the_kkt_test_passed_on_the_suite_sample() ->
             assert abs(f - tp.f_star) <= 1e-2 * max(1.0, abs(tp.f_star)), (name, f, tp.f_star)
             assert float(tp.g(r.x[None, :])[0].max()) <= 1e-6
             assert "stationarity test passed" in r.message
-    assert claims >= 5
+        elif r.status is zoframe.Status.CONVERGED:
+            assert "not certified" in r.message and r.certificate is not None and not r.certificate["passed"]
+    assert claims >= 3
 
 
 def test_the_suite_has_forty_published_problems_with_consistent_optima() -> None:

@@ -19,6 +19,22 @@ def test_list_shows_every_component_with_summary_and_reference(capsys: pytest.Ca
     assert "Ghadimi & Lan" in out and "[finite_sum]" in out
 
 
+def test_list_shows_the_benchmark_suites_and_reproductions(capsys: pytest.CaptureFixture[str]) -> None:
+    """`zoframe bench --help` points at `zoframe list` for the suites: they are there, with summaries."""
+    from zoframe.registry import default_registry
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    suites = out[out.index("Benchmark suites (zoframe bench SUITE):") :]
+    reg = default_registry()
+    assert reg.suites() and reg.reproductions()
+    for name, prov in reg.suites().items():
+        assert f"  {name:<16} {prov.spec.summary}" in suites
+    reproductions = out[out.index("Reproductions (zoframe reproduce NAME):") :]
+    for name in reg.reproductions():
+        assert f"  {name:<16} " in reproductions
+
+
 def test_info_shows_parameters_symbols_kinds_and_citation(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info", "zo-sgd"]) == 0
     out = capsys.readouterr().out

@@ -18,6 +18,7 @@ import threading
 from typing import Any
 import warnings
 
+from helpers import need_data_file
 import numpy as np
 import pytest
 
@@ -183,8 +184,9 @@ def test_url_resolution_order(monkeypatch: pytest.MonkeyPatch) -> None:
     assert DATASETS["20news_w100"].url == "https://cs.nyu.edu/~roweis/data/20news_w100.mat"
 
 
-@pytest.mark.skipif(not (SHARED / "20news_w100.mat").is_file(), reason="the shared data directory is not available")
 def test_20news_mat_is_converted_byte_identically(server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    need_data_file(SHARED / "20news_w100.mat", "the raw 20 Newsgroups file served by its official address")
+    need_data_file(SHARED / "svmguide3", "the svmguide3 data set")
     shutil.copyfile(SHARED / "20news_w100.mat", server.root / "20news_w100.mat")
     shutil.copyfile(SHARED / "svmguide3", server.root / "svmguide3")
     monkeypatch.setenv(ENV_URL_BASE, server.base)
@@ -291,8 +293,9 @@ def test_a_killed_fetch_leaves_a_temporary_that_the_next_fetch_removes(server: S
     try:
         deadline = time.monotonic() + 60
         temps: list[Path] = []
-        while time.monotonic() < deadline:  # wait until the download is under way
-            temps = [p for p in dest.iterdir() if p.name.endswith(".download") and p.stat().st_size > 0]
+        while time.monotonic() < deadline:  # wait until the download is under way in its staging directory
+            temps = [p for p in dest.iterdir() if p.name.endswith(".download") and p.is_dir()
+                     and any(f.stat().st_size > 0 for f in p.iterdir())]
             if temps or proc.poll() is not None:
                 break
             time.sleep(0.05)

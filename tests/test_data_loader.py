@@ -24,10 +24,19 @@ from zoframe_datasets import (
     sha256_file,
 )
 
-SHARED = Path(os.environ.get("ZOFRAME_DATA", ""))
-needs_data = pytest.mark.skipif(
-    not (SHARED / "a9a").is_file(), reason="the shared LIBSVM datasets are not available (set ZOFRAME_DATA)"
-)
+REAL = ("a9a", "a9a.t", "w8a", "svmguide3", "mushrooms", "colon-cancer", "20news_w100")
+needs_data = pytest.mark.data(*REAL)  # skipped with a reason when missing (tests/conftest.py)
+
+
+def _real_data_dir() -> Path:
+    """The directory that holds the real data sets (where a9a is found), else ZOFRAME_DATA's value."""
+    try:
+        return data_path("a9a").parent
+    except DataNotFoundError:
+        return Path(os.environ.get("ZOFRAME_DATA", ""))
+
+
+SHARED = _real_data_dir()
 
 
 def _counts(y: np.ndarray) -> dict[float, int]:

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKED = ("cvxpy", "sklearn", "matplotlib", "dask", "distributed", "cma", "nevergrad", "pdfo", "cocoex")
+BLOCKED = ("cvxpy", "sklearn", "matplotlib", "dask", "distributed", "cma", "nevergrad", "pdfo", "cocoex", "pooch",
+           "platformdirs", "requests")
 
 SITECUSTOMIZE = f"""
 import importlib.abc
@@ -128,6 +129,20 @@ CHILD = textwrap.dedent(
                          "--db", str(Path(tempfile.mkdtemp()) / "rates.sqlite")])
         raise RuntimeError(f"exit {code}: {err.getvalue()}")
 
+    def pooch_fetch():
+        from zoframe_datasets.fetch import fetch
+        fetch("svmguide3.t", url="http://127.0.0.1:9/svmguide3.t", dest=tempfile.mkdtemp())
+
+    def data_list():  # the cache directory without platformdirs: the XDG rule
+        from zoframe.cli import main
+        from zoframe_datasets.paths import cache_dir
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = main(["data", "list"])
+        return [code, str(cache_dir()), buf.getvalue()]
+
+    attempt("pooch_fetch", pooch_fetch)
+    attempt("data_list", data_list)
     attempt("cvxpy_baseline", cvxpy_baseline)
     attempt("cvxpy_reference", cvxpy_reference)
     attempt("sklearn_libsvm", sklearn_libsvm)
@@ -135,6 +150,17 @@ CHILD = textwrap.dedent(
     attempt("matplotlib_figure", matplotlib_figure)
     attempt("dask_executor", dask_executor)
     attempt("trace_plot", trace_plot)
+
+    def peers_cma():
+        prob = zoframe.FiniteSum(lambda X: (X * X).sum(1), x0=np.ones(3))
+        zoframe.minimize(prob, "cma-es", rng=0, max_calls=50)
+
+    def peers_nevergrad():
+        prob = zoframe.FiniteSum(lambda X: (X * X).sum(1), x0=np.ones(3))
+        zoframe.minimize(prob, "ng-cobyla", rng=0, max_calls=50)
+
+    attempt("peers_cma", peers_cma)
+    attempt("peers_nevergrad", peers_nevergrad)
     attempt("save_and_load", save_and_load)
     print("REPORT " + json.dumps(report))
     """
@@ -211,6 +237,9 @@ def test_the_cli_lists_every_plugin_with_the_core_install(core_report: dict[str,
         ("matplotlib_figure", "plot", "matplotlib"),
         ("trace_plot", "plot", "matplotlib"),
         ("dask_executor", "distributed", "dask[distributed]"),
+        ("peers_cma", "peers", "cma"),
+        ("peers_nevergrad", "peers", "nevergrad"),
+        ("pooch_fetch", "data", "pooch"),
     ],
 )
 def test_each_optional_feature_names_its_extra(core_report: dict[str, Any], feature: str, extra: str, dist: str) -> None:
@@ -218,8 +247,20 @@ def test_each_optional_feature_names_its_extra(core_report: dict[str, Any], feat
     assert not res["ok"], f"{feature} ran without its optional dependency"
     assert f"zoframe[{extra}]" in res["message"], res
     assert f"needs {dist}" in res["message"], res
+    from zoframe._optional import ALL_EXTRAS
+
+    # the message says exactly whether zoframe[all] installs it
+    says = "'zoframe[all]' includes it" if extra in ALL_EXTRAS else "'zoframe[all]' does not"
+    assert says in res["message"], res
     if feature != "dask_executor":  # the CLI turns the error into exit status 2 and a message
         assert res["type"] in ("MissingDependencyError", "RunFailedError"), res
+
+
+def test_data_list_needs_no_extra(core_report: dict[str, Any]) -> None:
+    res = core_report["data_list"]
+    assert res["ok"], res
+    code, cache, out = res["value"]
+    assert code == 0 and cache.endswith(os.path.join("zoframe", "data")) and "user cache directory" in out
 
 
 def test_extras_declare_what_the_errors_name() -> None:
@@ -232,5 +273,7 @@ def test_extras_declare_what_the_errors_name() -> None:
     for module, extra in EXTRAS.items():
         dist = _DISTRIBUTIONS.get(module, module).split("[")[0]
         assert any(req.startswith(dist) for req in extras[extra]), (module, extra, extras[extra])
-    assert set(extras["all"][0].split("[")[1].rstrip("]").split(",")) >= {"cvxpy", "data", "plot"}
+    from zoframe._optional import ALL_EXTRAS
+
+    assert len(extras["all"]) == 1 and set(extras["all"][0].split("[")[1].rstrip("]").split(",")) == set(ALL_EXTRAS)
     assert any(req.startswith("zoframe[all") for req in extras["dev"])

@@ -94,7 +94,7 @@ def test_dro_bad_input() -> None:
         DRO(np.ones((3, 2)), np.ones(3), lam=0.0)
 
 
-@pytest.mark.parametrize("dataset", sorted(PAPER_SIZES))
+@pytest.mark.parametrize("dataset", [pytest.param(d, marks=pytest.mark.data(d)) for d in sorted(PAPER_SIZES)])
 def test_dro_datasets_paper_sizes(dataset: str) -> None:
     p = dro(dataset, seed=0)
     expected_d = {"a9a": 123, "mushrooms": 112, "w8a": 300, "colon-cancer": 2000}[dataset]
@@ -108,6 +108,7 @@ def test_dro_datasets_paper_sizes(dataset: str) -> None:
     assert np.array_equal(p.features, q.features)  # seeded
 
 
+@pytest.mark.data("mushrooms")
 def test_dro_subsample_depends_on_seed_and_measures() -> None:
     a, b = dro("mushrooms", seed=0), dro("mushrooms", seed=1)
     assert not np.array_equal(a.features, b.features)
@@ -123,7 +124,11 @@ def test_problems_are_registered() -> None:
     reg = default_registry()
     p = reg.make_problem("ncsc", d1=4, d2=2, kappa=3)
     assert p.dim == 4 and p.dim_y == 2
-    q = reg.make_problem("dro", dataset="mushrooms", n=40)
+
+
+@pytest.mark.data("mushrooms")
+def test_dro_is_registered() -> None:
+    q = default_registry().make_problem("dro", dataset="mushrooms", n=40)
     assert q.n == 40 and int((q.labels > 0).sum()) == 10
 
 

@@ -11,6 +11,7 @@ import pytest
 from zoframe.cli import main
 
 
+@pytest.mark.data("mushrooms")
 def test_reproduce_minimax_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "fig"
     args = ["reproduce", "minimax", "--quick", "--datasets", "mushrooms", "--out", str(out), "--no-progress"]
@@ -48,3 +49,20 @@ def test_reproduce_minimax_bad_input(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "--seeds must be a positive integer" in capsys.readouterr().err
     assert main(["reproduce", "minimax", "--datasets", "no-such-set", "--out", str(tmp_path)]) == 2
     assert "no-such-set" in capsys.readouterr().err
+
+@pytest.mark.data("mushrooms")
+def test_reproduce_minimax_writes_under_zoframe_out_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --out the files go to $ZOFRAME_OUT/minimax-figure1 (else ./zoframe-out/...), never to ./."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ZOFRAME_OUT", str(tmp_path / "outs"))
+    args = ["reproduce", "minimax", "--quick", "--datasets", "mushrooms", "--no-progress", "--no-plots",
+            "--solvers", "sgda"]
+    assert main(args) == 0
+    out = tmp_path / "outs" / "minimax-figure1"
+    assert (out / "summary.json").stat().st_size > 0 and not (tmp_path / "minimax-figure1").exists()
+    assert str(out) in capsys.readouterr().out
+    monkeypatch.delenv("ZOFRAME_OUT")
+    assert main(args) == 0
+    assert (tmp_path / "zoframe-out" / "minimax-figure1" / "summary.json").is_file()

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from zoframe import CountingOracle, InvalidInputError, InvalidParameterError, minimize
+from zoframe import CountingOracle, InvalidInputError, InvalidParameterError, RunFailedError, minimize
 from zoframe.errors import IncompatibleProblemError
 from zoframe.estimators import GaussianEstimator
 from zoframe.sets import Box
@@ -294,8 +294,10 @@ def test_convex_in_y_is_detected(name: str) -> None:
         return (X**2).sum(axis=1) + (Y**2).sum(axis=1)  # convex in y: a min-min problem, not minimax
 
     problem = Minimax(f, x0=np.ones(3), y0=np.ones(2))
-    with pytest.raises(InvalidInputError, match="not concave in y"):
+    with pytest.raises(RunFailedError) as info:  # a failure at the first evaluations, like any later one
         minimize(problem, name, rng=0, max_iter=5)
+    assert isinstance(info.value.__cause__, InvalidInputError) and "not concave in y" in str(info.value.__cause__)
+    assert info.value.result.nit == 0
     assert calls == [9]  # only the probe's single batch was evaluated
     res = minimize(problem, name, rng=0, max_iter=1, check_concavity=False)  # the check can be disabled
     assert res.nit == 1

@@ -120,3 +120,38 @@ def test_c_rel_calibrates_the_fairness_thresholds(tmp_path: Path, capsys: pytest
     assert not (out / "fairness").exists()
     assert main(["reproduce", "dszog", "--table", "pairwise", "--c-rel", "0.5", "--out", str(out)]) == 2
     assert "--table pairwise has none" in capsys.readouterr().err
+
+
+def test_the_planned_work_is_stated_before_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command says how many runs it will make and an upper figure for their time before the first."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    ns = reproduce._normalise(parser.parse_args(["--table", "pairwise", "--quick", "--jobs", "2"]))
+    tuning, runs, seconds = reproduce.planned_work(ns, tmp_path)
+    # 4 data sets x (4 + 4 + 2 + 2 + 2 + 2) quick grid points; 4 data sets x 6 methods x 2 seeds
+    assert (tuning, runs) == (4 * 16, 4 * 6 * 2)
+    assert seconds == pytest.approx((tuning + runs) * 10.0 / 2)
+    out = tmp_path / "rep"
+    assert main(["reproduce", "dszog", *TINY, "--seeds", "1", "--out", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("6 tuning run(s) and 2 table run(s)")  # adszog 4 grid points, zopsgd 2
+    assert "after 10 s" in first and "measured" not in first  # a filtered table is not the measured one
+    # the selections are cached now: a second invocation plans no tuning
+    ns = reproduce._normalise(parser.parse_args([*TINY, "--seeds", "1"]))
+    assert reproduce.planned_work(ns, out / "fairness")[0] == 0
+
+
+def test_the_quick_tables_state_their_measured_duration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--table pairwise --quick` says before it starts that it takes half an hour, not a few minutes."""
+    from zoframe.errors import InvalidInputError
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise InvalidInputError("stopped before the first run")
+
+    monkeypatch.setattr(reproduce, "select_all", stop)
+    assert main(["reproduce", "dszog", "--table", "pairwise", "--quick", "--out", str(tmp_path), "--no-progress"]) == 2
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("64 tuning run(s) and 48 table run(s)") and "up to about 19 min" in first
+    assert f"measured for this command: {reproduce.MEASURED_QUICK['pairwise']}" in first

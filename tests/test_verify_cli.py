@@ -35,16 +35,18 @@ def test_verify_a_saved_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert data["kind"] == "finite_sum" and data["reference_source"].startswith("known_solution")
     assert data["measures"]["grad_norm"] < 0.1 and data["measures"]["dist_to_reference"] < 0.1
     # the verdict compares each measure with its stated tolerance; the exit status follows it
-    assert data["tolerances"] == {"stationarity": 1e-3, "feasibility": 1e-3, "gap": 1e-3}
+    assert data["tolerances"] == {"stationarity": 1e-3, "feasibility": 1e-3, "gap": 1e-3, "certificate": 1e-3}
     checks = {c["name"]: c for c in data["checks"]}
-    assert set(checks) == {"grad_norm", "|objective_gap|"}
+    assert set(checks) == {"grad_norm", "|objective_gap|", "certificate"}  # the certificate behind Result.success
+    assert checks["certificate"]["value"] == data["certificate"]["residual"]
     assert checks["grad_norm"]["passed"] == (data["measures"]["grad_norm"] <= 1e-3)
     assert data["verdict"] == ("PASS" if all(c["passed"] for c in checks.values()) else "FAIL")
     assert code == (0 if data["verdict"] == "PASS" else 1)
-    loose = ["--tol-stationarity", "0.1", "--tol-gap", "0.1"]
+    loose = ["--tol-stationarity", "0.1", "--tol-gap", "0.1", "--tol-certificate", "0.1"]
     assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", *loose]) == 0
     text = capsys.readouterr().out
     assert "tolerances: stationarity 0.1, feasibility 0.001, objective gap 0.1" in text
+    assert "certificate 0.1" in text
     assert "verdict: PASS (grad_norm" in text
     assert main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", "--tol-stationarity", "1e-12"]) == 1
     assert "verdict: FAIL (grad_norm" in capsys.readouterr().out
@@ -93,7 +95,10 @@ def test_solve_with_verify_prints_the_report(capsys: pytest.CaptureFixture[str])
     assert "verification report: quadratic (finite_sum), solver" in out and "grad_norm" in out
 
 
-def test_rate_command_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rate_command_writes_a_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZOFRAME_PROGRESS", "always")  # captured stderr is no terminal: draw the bar all the same
     argv: list[Any] = ["rate", "zo-sgd", "quadratic", "--seeds", "2", "--budget", "300", "-p", "eta=0.05",
                        "--problem-arg", "dim=5", "--db", str(tmp_path / "db.sqlite"), "--out", str(tmp_path / "rep"),
                        "--bootstrap", "100", "--json"]
@@ -103,6 +108,7 @@ def test_rate_command_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixt
     assert data["executed"] == 2 and data["curve"] == "avg"
     # a progress bar over the iterations of all runs, and the paths of the files written
     assert "zo-sgd on quadratic: 2 runs" in captured.err and "600/600" in captured.err
+    assert "run seed=1 horizon=300 done (2/2)" in captured.err  # the notices, through logging
     assert f"wrote {tmp_path / 'db.sqlite'}" in captured.err
     assert f"wrote {tmp_path / 'rep' / 'rate_report.md'}" in captured.err
     assert set(data["fits"]) == {"iterations", "calls"}

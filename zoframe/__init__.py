@@ -10,6 +10,8 @@ Quick use::
 
 from __future__ import annotations
 
+import logging
+
 from zoframe import measures, penalties, plot, sets
 from zoframe.asktell import ProblemShape, Request, Run
 from zoframe.driver import IterationInfo, RunFailedError, make_rng, minimize
@@ -36,6 +38,9 @@ from zoframe.result import Result, Status, Trace
 from zoframe.specs import EstimatorSpec, ProblemSpec, SolverSpec, param
 
 __version__ = "0.1.0"
+
+# notices go to the logger "zoframe" (zoframe._output); silent until the application configures logging
+logging.getLogger("zoframe").addHandler(logging.NullHandler())
 
 __all__ = [
     "AmbiguousNameError",

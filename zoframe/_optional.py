@@ -12,11 +12,20 @@ module         extra            used for
 =============  ===============  ==================================================================
 cvxpy          ``cvxpy``        the baselines' projections and LPs, verification references
 sklearn        ``data``         LIBSVM parsing, scikit-learn's bundled data sets and models
+pooch          ``data``         ``zoframe data fetch``: downloads, retries, checksums
+platformdirs   ``data``         the platform's user cache directory (else the XDG rule)
 matplotlib     ``plot``         figures of the reproductions and rate studies
 distributed    ``distributed``  a dask cluster as the executor of a run or a study
+cma            ``peers``        the ``cma-es`` peer (pycma)
+nevergrad      ``peers``        the ``ngopt`` and ``ng-cobyla`` peers
+cocoex         ``coco``         the ``bbob`` suite of ``zoframe bench``
 =============  ===============  ==================================================================
 
-``pip install "zoframe[all]"`` installs every extra a user needs (``-e ".[all]"`` in a clone).
+``pip install "zoframe[all]"`` installs the extras of the reproductions, the examples and the docs:
+exactly :data:`ALL_EXTRAS` (``cvxpy``, ``data``, ``plot``; ``-e ".[all]"`` in a clone). The others
+(``peers``, ``distributed``, ``coco``, and ``bench`` = ``peers`` + ``plot`` + PDFO) are installed
+by name (``dev`` adds ``distributed`` and ``peers``). The message of :func:`require` names the extra that installs the
+missing module and says whether ``all`` holds it.
 """
 
 from __future__ import annotations
@@ -26,13 +35,21 @@ from types import ModuleType
 
 from zoframe.errors import ZoframeError
 
-__all__ = ["EXTRAS", "MissingDependencyError", "require"]
+__all__ = ["ALL_EXTRAS", "EXTRAS", "MissingDependencyError", "require"]
 
 #: the distribution that provides a module, where its name differs from the module's
-_DISTRIBUTIONS = {"sklearn": "scikit-learn", "distributed": "dask[distributed]", "dask": "dask[distributed]"}
+_DISTRIBUTIONS = {
+    "sklearn": "scikit-learn", "distributed": "dask[distributed]", "dask": "dask[distributed]", "cocoex": "coco-experiment",
+}
 
 #: module -> the extra of zoframe that installs it
-EXTRAS = {"cvxpy": "cvxpy", "sklearn": "data", "matplotlib": "plot", "distributed": "distributed", "dask": "distributed"}
+EXTRAS = {
+    "cvxpy": "cvxpy", "sklearn": "data", "pooch": "data", "platformdirs": "data", "matplotlib": "plot",
+    "distributed": "distributed", "dask": "distributed", "cma": "peers", "nevergrad": "peers", "cocoex": "coco",
+}
+
+#: the extras that ``zoframe[all]`` installs (pyproject.toml's ``all``; a test keeps the two equal)
+ALL_EXTRAS = ("cvxpy", "data", "plot")
 
 
 class MissingDependencyError(ZoframeError, ImportError):
@@ -55,8 +72,11 @@ def require(module: str, *, extra: str | None = None, feature: str) -> ModuleTyp
             raise  # the module is installed but one of its own dependencies is broken: show that error
         extra = extra or EXTRAS.get(top, "all")
         dist = _DISTRIBUTIONS.get(top, top)
+        held = (
+            "'zoframe[all]' includes it" if extra in ALL_EXTRAS or extra == "all"
+            else f"'zoframe[all]' does not: it holds {', '.join(ALL_EXTRAS)}"
+        )
         raise MissingDependencyError(
-            f"{feature} needs {dist}, which is not installed. Install the extra: "
-            f"pip install 'zoframe[{extra}]' (in a clone: pip install -e '.[{extra}]'; "
-            f"'zoframe[all]' installs every extra)"
+            f"{feature} needs {dist}, which is not installed. Install the extra that provides it: "
+            f"pip install 'zoframe[{extra}]' (in a clone: pip install -e '.[{extra}]'; {held})"
         ) from exc

@@ -19,13 +19,16 @@ the same seed (wall-clock fields aside).
 A request is one call of a user function as ``minimize`` would make it: at most ``block_rows``
 rows (default 256; raise it to receive whole batches, lower it to get smaller requests; the same
 ``block_rows`` in ``minimize`` gives the same numbers). Its ``purpose`` says what the solver
-wants the values for (``"estimate"``, ``"snapshot"``, ...; ``"monitor"`` for the trace's measures).
+wants the values for (``"estimate"``, ``"snapshot"``, ...; ``"monitor"`` for the trace's measures,
+``"certify"`` for the certificate of a run whose solver claims convergence, asked after its last step).
 
 The problem may be a full problem object (its functions are never called: its structure, its
 measures and ``monitor_free`` are used; the measures' evaluations are requests too), or a
-:class:`ProblemShape` that declares only the structure: then the run has no measures, its trace
-holds ``iteration``, ``calls`` and ``seconds``, ``Result.fun`` is NaN and ``x_best`` is the last
-recorded point.
+:class:`ProblemShape` that declares only the structure: then the run records the measures every
+problem of its kind has (``fun``; the violation of a constrained problem), asked for like the
+solver's own values (purpose ``"monitor"``). ``ProblemShape(..., monitor=False)`` asks for none:
+the trace holds ``iteration``, ``calls`` and ``seconds``, ``Result.fun`` is NaN, ``x_best`` is the
+last recorded point and ``success`` is False (nothing certifies the point).
 
 Checkpoints (:meth:`Run.save`, ``Run(..., resume=path)``) store the settings, the seed and every
 value told so far (8 bytes per evaluation); resuming in another process replays the solver's
@@ -36,8 +39,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import hashlib
+import io
 import json
 import os
 from pathlib import Path
@@ -50,6 +54,7 @@ from zoframe.driver import BuiltRun, IterationInfo, RngLike, RunFailedError, bui
 from zoframe.errors import CheckpointError, InvalidInputError, NonFiniteValueError, ShapeError
 from zoframe.observers.checkpointing import solver_params
 from zoframe.oracle import DEFAULT_BLOCK_ROWS, CountingOracle, MonitorOracle, NonFinitePolicy, as_values
+from zoframe.problems import constrained_measures
 from zoframe.protocols import Array, ConvexSet, HasMeasures, IntArray, Penalty
 from zoframe.registry import Registry
 from zoframe.result import Result
@@ -58,6 +63,10 @@ from zoframe.specs import PROBLEM_KINDS
 __all__ = ["ProblemShape", "Request", "Run"]
 
 FORMAT = "zoframe-asktell/1"
+#: the version of :data:`FORMAT` (a checkpoint of a larger version was written by a newer zoframe)
+FORMAT_VERSION = 1
+_UNMONITORED = ("ProblemShape(monitor=False): no values were asked for the measures, so the final objective and "
+                "feasibility are unknown and success cannot be certified; keep the default monitor=True to have them")
 
 
 def _ro(a: Any, dtype: Any = np.float64) -> Any:
@@ -68,11 +77,21 @@ def _ro(a: Any, dtype: Any = np.float64) -> Any:
 
 @dataclass(frozen=True, eq=False)
 class ProblemShape:
-    """A problem declared by its structure only, for ask/tell: no callables, no measures.
+    """A problem declared by its structure only, for ask/tell: no callables.
 
     ``kind`` is ``"finite_sum"``, ``"constrained"`` (with ``m`` constraints), ``"minimax"`` (with
     ``dim_y``, ``y0`` and optionally ``y_set``) or ``"composite"`` (with ``A``, ``B``, ``c``,
     ``penalties`` and ``y0``). ``n`` is the number of components (data samples) of the objective.
+
+    With ``monitor=True`` (the default) the run records the measures every problem of the kind has,
+    computed from values it asks for like any other (purpose ``"monitor"``, charged to ``max_calls``
+    as for a problem object): ``fun`` (all ``n`` components at the recorded point; for a minimax
+    problem ``F(x, y)``, for a composite one ``f(x) + sum_j psi_j(y_j)`` and the coupling
+    ``residual``) and, for a constrained problem, the violation measures of a full pass over all ``m``
+    constraints (feasible below ``violation_tol``). So ``Result.fun``, ``feasible`` and ``success``
+    mean what they mean for a problem object. ``monitor=False`` asks for nothing beyond the
+    solver's own requests: ``fun`` is then NaN, feasibility unknown, and ``success`` is False
+    because nothing certifies the final point.
     """
 
     kind: str
@@ -90,8 +109,14 @@ class ProblemShape:
     B: Sequence[Array] = ()
     c: Array | None = None
     penalties: Sequence[Penalty] = ()
+    violation_tol: float = 1e-3
+    monitor: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.monitor, bool):
+            raise InvalidInputError(f"ProblemShape monitor must be True or False, got {self.monitor!r}")
+        if not (isinstance(self.violation_tol, (int, float)) and self.violation_tol >= 0):
+            raise InvalidInputError(f"ProblemShape violation_tol must be a number >= 0, got {self.violation_tol!r}")
         if self.kind not in PROBLEM_KINDS:
             raise InvalidInputError(f"ProblemShape kind must be one of {PROBLEM_KINDS}, got {self.kind!r}")
         for name in ("dim", "n", "m", "dim_y"):
@@ -101,6 +126,8 @@ class ProblemShape:
         x0 = np.asarray(self.x0, dtype=np.float64)
         if x0.shape != (self.dim,):
             raise ShapeError(f"ProblemShape x0 must have shape ({self.dim},), got {np.shape(self.x0)}")
+        if not np.isfinite(x0).all():
+            raise InvalidInputError("ProblemShape x0 contains NaN or infinity: give a finite starting point")
         object.__setattr__(self, "x0", _ro(x0))
         if self.kind == "constrained" and self.m < 1:
             raise InvalidInputError("a constrained ProblemShape needs m >= 1 constraints")
@@ -111,8 +138,27 @@ class ProblemShape:
                     f"y0 of shape {np.shape(self.y0) if self.y0 is not None else None}"
                 )
             object.__setattr__(self, "y0", _ro(self.y0))
+            if not np.isfinite(self.y0).all():
+                raise InvalidInputError("ProblemShape y0 contains NaN or infinity: give a finite starting point")
         if self.kind == "composite" and (self.A is None or self.c is None or not self.B or self.y0 is None):
             raise InvalidInputError("a composite ProblemShape needs A, B, c, penalties and y0 (one block per B_j)")
+
+
+    def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
+        """The measures every problem of the kind has (see the class doc), through ``monitor``."""
+        x = outputs["x"]
+        if self.kind == "constrained":
+            return constrained_measures(x, monitor, float(self.violation_tol))
+        if self.kind == "minimax":
+            return {"fun": float(monitor.minimax(x, outputs["y"]).mean())}
+        out = {"fun": float(monitor.objective(x).mean())}
+        if self.kind == "composite":
+            ys = [outputs[f"y{j}"] for j in range(len(self.B)) if f"y{j}" in outputs]
+            if len(ys) == len(self.B) and self.A is not None and self.c is not None:
+                out["fun"] += sum(float(p.value(y)) for p, y in zip(self.penalties, ys, strict=True))
+                r = self.A @ x + sum(b @ y for b, y in zip(self.B, ys, strict=True)) - self.c
+                out["residual"] = float(np.linalg.norm(r))
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,6 +208,7 @@ class _Channel:
         self.count = 0
         self.log: list[tuple[str, Array]] = []  # (digest, values) of every request answered
         self.replay: list[tuple[str, Array]] = []  # answers read from a checkpoint
+        self.source = "the checkpoint"  # the file they were read from
         self.oracle: CountingOracle | None = None
         self._purposes: Counter[str] = Counter()
 
@@ -181,8 +228,14 @@ class _Channel:
             stored, values = self.replay[i]
             if stored != digest:
                 raise CheckpointError(
-                    f"resuming replayed the run differently at request #{i}: the solver asked other points than "
-                    "when the checkpoint was written (another problem, x0 or version of the solver?)"
+                    f"resuming {self.source} replayed the run differently at request #{i}: the solver asked other "
+                    "points than when the checkpoint was written (another problem, x0 or version of the solver, "
+                    "or a damaged file?)"
+                )
+            if values.shape != (arrays[0].shape[0], idx.shape[0]):
+                raise CheckpointError(
+                    f"{self.source}: the values of request #{i} have shape {values.shape}, not the "
+                    f"{(arrays[0].shape[0], idx.shape[0])} asked: the file is damaged"
                 )
             self.log.append((digest, values))
             return values.copy()
@@ -207,7 +260,13 @@ class _Channel:
 
     def tell(self, req: Request, values: Any) -> None:
         with self.cond:
-            same = isinstance(req, Request) and self.pending is not None and req.id == self.pending.id
+            if isinstance(req, Request) and self.pending is not None and req.id == self.pending.id \
+                    and req is not self.pending:
+                raise InvalidInputError(
+                    f"tell() got a request #{req.id} that this run did not ask (another Run's, or a copy): tell "
+                    "each run the values of the request its own ask() returned"
+                )
+            same = req is self.pending
             if self.pending is None or not same:
                 asked = "nothing is asked" if self.pending is None else f"request #{self.pending.id} is asked"
                 got = f"request #{req.id}" if isinstance(req, Request) else repr(req)
@@ -266,7 +325,7 @@ def _stand_in(problem: Any, channel: _Channel) -> _Asked:
     constraint structure (``linear_constraints``, ``cvxpy_constraints``: structure, not evaluations).
     Its functions are requests; white-box gradients are not offered (they would be evaluations)."""
     extras: dict[str, Any] = {}
-    if isinstance(problem, HasMeasures):
+    if isinstance(problem, HasMeasures) and not (isinstance(problem, ProblemShape) and not problem.monitor):
         extras["measures"] = _measures
     for name, fn in (("linear_constraints", _linear_constraints), ("cvxpy_constraints", _cvxpy_constraints)):
         if callable(getattr(problem, name, None)):
@@ -274,6 +333,16 @@ def _stand_in(problem: Any, channel: _Channel) -> _Asked:
     cls = type("AskedProblem", (_Asked,), extras) if extras else _Asked
     out: _Asked = cls(problem, channel)
     return out
+
+
+#: minimize() arguments a Run refuses, and what to do instead
+_NOT_ASKTELL = {
+    "checkpoint": "save the run with Run.save(path) and continue it with Run(..., resume=path)",
+    "checkpoint_every": "save the run with Run.save(path) when you like (e.g. every few tells)",
+    "executor": "the values come from your tell(): evaluate the requests wherever you like",
+    "chunks": "the values come from your tell(): split the requests' points as you like",
+    "progress": "the run advances with your tells; report progress from your loop",
+}
 
 
 class Run:
@@ -309,8 +378,12 @@ class Run:
         if "max_time" in solver_kwargs:
             raise InvalidInputError("max_time is not available with ask/tell (the run mostly waits for tell()); "
                                     "use max_iter or max_calls")
+        for name, instead in _NOT_ASKTELL.items():
+            if name in solver_kwargs:
+                raise InvalidInputError(f"{name}= is not available with ask/tell: {instead}")
         self._channel = _Channel(nonfinite)
         self._problem = _stand_in(problem, self._channel)
+        self._unmonitored = isinstance(problem, ProblemShape) and not problem.monitor
         stored: dict[str, Any] | None = None
         replay: list[tuple[str, Array]] = []
         if resume is not None:
@@ -344,7 +417,13 @@ class Run:
                     if _jsonable(stored.get(k)) != _jsonable(v)]
             if diff:
                 raise InvalidInputError(f"cannot resume {resume}: the run differs ({'; '.join(diff)})")
+            if nonfinite == "raise" and not all(np.isfinite(v).all() for _, v in replay):
+                raise CheckpointError(
+                    f"ask/tell checkpoint {resume} holds non-finite values, which a run with nonfinite='raise' "
+                    "never accepts: the file is damaged"
+                )
             self._channel.replay = replay
+            self._channel.source = f"ask/tell checkpoint {resume}"
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -379,9 +458,10 @@ class Run:
             self._channel.wait_idle()
         if self._error is not None:
             raise self._error
-        if self._channel.done:
-            return self._built.result()
-        return self._built.loop.result(self._built.best, self._built.trace.columns)
+        res = self._built.result() if self._channel.done else self._built.loop.result(self._built.best, self._built.trace.columns)
+        if self._unmonitored and not res.success:
+            res = replace(res, message=f"{res.message} ({_UNMONITORED})")
+        return res
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write a checkpoint (one ``.npz`` file, atomically): the settings and every told value."""
@@ -392,7 +472,7 @@ class Run:
         with self._channel.cond:
             log = list(self._channel.log)
         target = Path(str(path)).with_suffix(".npz") if not str(path).endswith(".npz") else Path(path)
-        doc = {"format": FORMAT, **self._settings, "digests": [d for d, _ in log]}
+        doc = {"format": FORMAT, "format_version": FORMAT_VERSION, **self._settings, "digests": [d for d, _ in log]}
         arrays = {f"values.{i}": v for i, (_, v) in enumerate(log)}
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp.npz")
@@ -441,21 +521,60 @@ def _jsonable(v: Any) -> Any:
 
 
 def _load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[tuple[str, Array]]]:
+    """Read an ask/tell checkpoint; any damage is a :class:`CheckpointError` naming the file."""
     target = Path(str(path))
     if not target.exists() and target.with_suffix(".npz").exists():
         target = target.with_suffix(".npz")
-    if not target.exists():
+    if not target.is_file():
         raise CheckpointError(f"no ask/tell checkpoint at {path!s}")
-    with np.load(target, allow_pickle=False) as data:
-        if "meta" not in data.files:
-            raise CheckpointError(f"{target} is not an ask/tell checkpoint (no meta)")
-        doc = json.loads(str(data["meta"]))
-        if doc.get("format") != FORMAT:
-            raise CheckpointError(f"{target} has format {doc.get('format')!r}, expected {FORMAT!r}")
-        digests = list(doc.pop("digests"))
-        try:
+    try:
+        with np.load(io.BytesIO(target.read_bytes()), allow_pickle=False) as data:  # no handle left open on damage
+            files = set(data.files)
+            if "meta" not in files:
+                raise CheckpointError(f"{target} is not an ask/tell checkpoint (no meta)")
+            doc = json.loads(str(data["meta"]))
+            if not isinstance(doc, dict):
+                raise CheckpointError(f"ask/tell checkpoint {target}: its meta is not a JSON object")
+            _check_format(doc, target)
+            digests = doc.pop("digests", None)
+            if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
+                raise CheckpointError(f"ask/tell checkpoint {target}: its list of request digests is missing or damaged")
+            missing = [f"values.{i}" for i in range(len(digests)) if f"values.{i}" not in files]
+            if missing:
+                raise CheckpointError(f"ask/tell checkpoint {target} is incomplete: {', '.join(missing[:3])} missing")
             replay = [(d, _ro(data[f"values.{i}"])) for i, d in enumerate(digests)]
-        except KeyError as exc:
-            raise CheckpointError(f"{target} is incomplete: {exc}") from None
+    except CheckpointError:
+        raise
+    except Exception as exc:  # a truncated or altered file: say which, never a raw zip/JSON/numpy error
+        raise CheckpointError(
+            f"ask/tell checkpoint {target} is damaged ({type(exc).__name__}: {exc}); restore it from a copy "
+            "or start the run afresh"
+        ) from None
+    for i, (_, v) in enumerate(replay):
+        if v.ndim != 2:
+            raise CheckpointError(f"ask/tell checkpoint {target}: values.{i} is not a (k, b) array; the file is damaged")
+    seed = doc.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise CheckpointError(f"ask/tell checkpoint {target}: its seed {seed!r} is not a non-negative integer")
     doc.pop("format")
+    doc.pop("format_version", None)
     return doc, replay
+
+
+def _check_format(doc: Mapping[str, Any], target: Path) -> None:
+    fmt = doc.get("format")
+    version = doc.get("format_version", 1)
+    if isinstance(fmt, str) and fmt.startswith("zoframe-asktell/"):
+        tail = fmt.rpartition("/")[2]
+        if tail.isdigit() and int(tail) > FORMAT_VERSION:
+            raise CheckpointError(
+                f"ask/tell checkpoint {target} has format {fmt}, written by a newer zoframe (this one reads up to "
+                f"{FORMAT}): upgrade zoframe to resume it"
+            )
+    if fmt != FORMAT:
+        raise CheckpointError(f"{target} has format {fmt!r}, expected {FORMAT!r}: not an ask/tell checkpoint")
+    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"ask/tell checkpoint {target} has format version {version!r}, this zoframe reads up to {FORMAT_VERSION}: "
+            "upgrade zoframe to resume it"
+        )

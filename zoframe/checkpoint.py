@@ -288,17 +288,44 @@ def load(
     npz, js = _paths(path)
     if not npz.exists() or not (js.exists() or _pending(js).exists()):
         raise CheckpointError(f"no checkpoint at {path!s}: expected {npz} and {js}")
+    try:
+        return _load(npz, js, state_classes=state_classes, solver=solver, registry=registry)
+    except CheckpointError:
+        raise
+    except Exception as exc:  # any damage of either file: say which, never a raw zip/JSON/numpy error
+        raise CheckpointError(
+            f"checkpoint {npz} / {js} is damaged ({type(exc).__name__}: {exc}); restore both files from one save "
+            "or restart the run"
+        ) from None
+
+
+def check_format(doc: Mapping[str, Any], where: str, key: str = "format", current: int = FORMAT_VERSION,
+                 readable: Iterable[int] = READABLE_FORMATS) -> None:
+    """Refuse a format this version cannot read; a newer one says to upgrade zoframe."""
+    fmt = doc.get(key, 1)
+    readable = tuple(readable)
+    if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > current:
+        raise CheckpointError(
+            f"{where} has format {fmt}, written by a newer zoframe (this one reads formats {readable}): "
+            "upgrade zoframe to read it"
+        )
+    if fmt not in readable or isinstance(fmt, bool):
+        raise CheckpointError(f"{where} has format {fmt!r}, expected one of {readable}; the file is damaged")
+
+
+def _load(
+    npz: Path, js: Path, *, state_classes: Iterable[type[Any]] | None, solver: object | None, registry: Any
+) -> tuple[Any, np.random.Generator, dict[str, Any], dict[str, np.ndarray]]:
     blob = npz.read_bytes()  # hashed and parsed from the same bytes, even if a save replaces the file now
     digest = hashlib.sha256(blob).hexdigest()
     doc = _read_doc(js) if js.exists() else None
-    if doc is None or (doc.get("format", 1) >= 2 and doc.get("npz_sha256") != digest):
+    if doc is None or doc.get("npz_sha256") != digest:
         pending = _read_doc(_pending(js))  # a save stopped between its renames: its JSON is pending
         if pending is not None and pending.get("npz_sha256") == digest:
             doc = pending
     if doc is None:
         raise CheckpointError(f"checkpoint {js} is missing or not a JSON object; the file is damaged")
-    if doc.get("format") not in READABLE_FORMATS:
-        raise CheckpointError(f"checkpoint {js} has format {doc.get('format')}, expected one of {READABLE_FORMATS}")
+    check_format(doc, f"checkpoint {js}")
     if doc.get("format", 1) >= 2 and doc.get("npz_sha256") != digest:
         raise CheckpointError(
             f"checkpoint {npz} does not match {js} (its SHA-256 differs from the one the JSON records): the pair "
@@ -311,6 +338,8 @@ def load(
         arrays = {k: data[k] for k in data.files}
     kwargs: dict[str, Any] = {}
     scalars = doc.get("state_scalars", {})
+    if not isinstance(scalars, dict):
+        raise CheckpointError(f"checkpoint {js}: state_scalars is not a JSON object; the file is damaged")
     for f in dataclasses.fields(cls):
         key = f"state.{f.name}"
         if key in arrays:
@@ -324,10 +353,13 @@ def load(
             else:
                 kwargs[f.name] = v
     state = cls(**kwargs)
-    bg_name = doc["rng"]["bit_generator"]
+    rng_doc = doc.get("rng")
+    if not isinstance(rng_doc, dict):
+        raise CheckpointError(f"checkpoint {js} holds no generator state; the file is damaged")
+    bg_name = rng_doc.get("bit_generator")
     bg_cls = getattr(np.random, str(bg_name), None)
     if not (isinstance(bg_cls, type) and issubclass(bg_cls, np.random.BitGenerator)):
         raise CheckpointError(f"unknown bit generator {bg_name!r} in checkpoint {js}")
     bg = bg_cls()
-    bg.state = doc["rng"]["state"]
+    bg.state = rng_doc["state"]
     return state, np.random.Generator(bg), doc, arrays

@@ -42,6 +42,18 @@ def _cmd_list(args: argparse.Namespace, reg: Registry) -> int:
                 extra = f" [{spec.kind}]"
             print(f"  {name:<16} {spec.summary}{extra}")
             print(f"  {'':<16}   {spec.reference}")
+    # the names `zoframe bench SUITE` and `zoframe reproduce NAME` take (summaries only: no module loads)
+    for title, table, how in (
+        ("Benchmark suites", dict(reg.suites()), "zoframe bench SUITE"),
+        ("Reproductions", dict(reg.reproductions()), "zoframe reproduce NAME"),
+    ):
+        print(f"{title} ({how}):")
+        if not table:
+            print("  (none)")
+        for name in sorted(table):
+            spec = table[name].spec
+            print(f"  {name:<16} {spec.summary}")
+            print(f"  {'':<16}   {spec.reference}")
     if reg.failed:
         print("\nPlugins that failed to load:")
         for msg in reg.failed.values():
@@ -49,8 +61,39 @@ def _cmd_list(args: argparse.Namespace, reg: Registry) -> int:
     return 0
 
 
+def _cmd_info_user_problem(name: str, reg: Registry) -> int:
+    """``zoframe info module:attr``: a problem of the user's own, its arguments and what it builds."""
+    from zoframe.userproblem import problem_source
+
+    source = problem_source(name, reg)
+    target = source.factory if source.factory is not None else source.obj
+    print(f"{name} (a problem of your own: {'a factory' if source.factory is not None else 'a problem object'})")
+    if source.factory is not None:
+        print(f"  arguments (--problem-arg KEY=VALUE): {_signature_listing(source.factory)}")
+    try:
+        problem = source.build()
+    except Exception as exc:  # a factory with required arguments: say what it needs, build nothing
+        print(f"  (not built without arguments: {type(exc).__name__}: {exc})")
+    else:
+        m = getattr(problem, "m", None)
+        shape = f"dim {getattr(problem, 'dim', '?')}" + (f", m {m}" if m is not None else "")
+        print(f"  problem kind: {problem.kind} ({shape}{', with the default arguments' if source.factory else ''})")
+    doc = getattr(target, "__doc__", "") or ""
+    if doc.strip() and source.factory is not None:
+        print("\n" + textwrap.indent(textwrap.dedent(doc).strip(), "  "))
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace, reg: Registry) -> int:
-    kind, spec, provider = reg.find(args.name)
+    from zoframe.errors import UnknownNameError
+    from zoframe.userproblem import looks_like_reference
+
+    try:
+        kind, spec, provider = reg.find(args.name)
+    except UnknownNameError:
+        if not looks_like_reference(args.name):
+            raise
+        return _cmd_info_user_problem(args.name, reg)
     print(f"{spec.name} ({kind}, from plugin {provider})")
     print(f"  {spec.summary}")
     if kind == "solver":
@@ -105,9 +148,8 @@ def _print_feasible_snapshot(problem: Any, outputs: Mapping[str, Any]) -> None:
 def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
     from zoframe.driver import minimize
 
-    pspec = reg.problem(args.problem)
     pkw = problem_arguments(reg, args.problem, args.problem_arg)
-    problem = _build_problem(args.problem, pspec.factory, pkw)
+    problem = build_problem(reg, args.problem, pkw)
     params = dict(_kv(args.param))
     extra: dict[str, Any] = {}
     est_items = _pairs(getattr(args, "estimator_param", None))
@@ -125,6 +167,8 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
                 "does not provide; update zoframe, or pass the parameters to the solver with -p where it has them"
             )
     verify_report = _verifier() if args.verify else None  # a missing plugin is said before the run
+    if args.output:
+        _check_output(args.output)  # before the run, not after its budget is spent
     try:
         res = minimize(
             problem,
@@ -162,12 +206,35 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
         except (ZoframeError, KeyError, ValueError) as exc:
             print(f"(no known solution to compare with: {exc})")
     if args.output:
-        res.save(args.output, metadata={"problem": args.problem, "problem_args": pkw})
+        try:
+            res.save(args.output, metadata={"problem": args.problem, "problem_args": pkw})
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot write the result to {args.output}.json/.npz ({exc.strerror or exc}); the run's result is "
+                "printed above: give an --output in a directory you can write"
+            ) from None
         print(f"wrote {args.output}.json and {args.output}.npz")
     if verify_report is not None:
         print(verify_report(problem, res))
     # exit 0 for a certified run and for a budget stop at an acceptable point; 1 otherwise
     return 0 if res.success or (res.status.budget and res.feasible is not False) else 1
+
+
+def _check_output(output: str) -> None:
+    """Refuse an ``--output`` whose directory cannot be created or written (nothing is created here)."""
+    base = os.path.abspath(output)
+    ancestor = os.path.dirname(base)
+    while not os.path.exists(ancestor):
+        parent = os.path.dirname(ancestor)
+        if parent == ancestor:
+            break
+        ancestor = parent
+    if not os.path.isdir(ancestor) or not os.access(ancestor, os.W_OK | os.X_OK):
+        what = "is not a directory" if not os.path.isdir(ancestor) else "is not writable"
+        raise InvalidInputError(
+            f"--output {output}: {ancestor} {what}, so {output}.json/.npz cannot be written; give a path in a "
+            "directory you can write"
+        )
 
 
 #: the module whose ``verify(problem, result) -> Report`` builds the report of ``solve --verify``
@@ -190,7 +257,9 @@ def _verifier() -> Callable[[Any, Any], str]:
     return report
 
 
-def _build_problem(name: str, factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+def _build_problem(
+    name: str, factory: Callable[..., Any], kwargs: Mapping[str, Any], signature_of: Callable[..., Any] | None = None
+) -> Any:
     """``factory(**kwargs)``; a plain ``TypeError`` / ``ValueError`` from it becomes a one-line error.
 
     The factory is called directly (not through ``Registry.make_problem(name, **kwargs)``, whose own
@@ -204,7 +273,7 @@ def _build_problem(name: str, factory: Callable[..., Any], kwargs: Mapping[str, 
         given = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "no arguments"
         raise InvalidInputError(
             f"problem {name!r} could not be built with {given}: {type(exc).__name__}: {exc}. "
-            f"Its arguments: {_signature_listing(factory)}"
+            f"Its arguments: {_signature_listing(signature_of or factory)}"
         ) from None
 
 
@@ -341,14 +410,38 @@ def _convert(text: str, tp: Any) -> Any:
 
 
 def problem_arguments(reg: Registry, name: str, items: Sequence[str] | None, option: str = "--problem-arg") -> dict[str, Any]:
-    """``KEY=VALUE`` command-line items as typed keyword arguments of the registered problem ``name``.
+    """``KEY=VALUE`` command-line items as typed keyword arguments of the problem ``name``.
+
+    ``name`` is a registered problem or a ``module:attr`` / ``path/to/file.py:attr`` reference to a
+    factory (whose arguments these are) or to a ready problem object (which takes none).
 
     Converted by the problem factory's annotations (:func:`typed_arguments`); an unknown problem, an
     unknown argument or a value of the wrong type is an :class:`~zoframe.errors.InvalidInputError`
     listing what the problem accepts. Used by ``zoframe solve``, ``zoframe verify`` and ``zoframe rate``.
     """
-    spec = reg.problem(name)
-    return typed_arguments(spec.factory, _pairs(items), f"problem {name!r}", option)
+    from zoframe.userproblem import problem_source
+
+    source = problem_source(name, reg)
+    pairs = _pairs(items)
+    if source.factory is None:
+        if pairs:
+            raise InvalidInputError(
+                f"{option} is given for the problem {name!r}, which is a ready problem object and takes no "
+                "arguments; point the reference at a factory (a function returning the problem) to pass arguments"
+            )
+        return {}
+    return typed_arguments(source.factory, pairs, f"problem {name!r}", option)
+
+
+def build_problem(reg: Registry, name: str, kwargs: Mapping[str, Any]) -> Any:
+    """The problem named on the command line (a registered name or ``module:attr`` / ``file.py:attr``),
+    built with ``kwargs``; a plain ``TypeError`` / ``ValueError`` from its factory becomes a one-line error."""
+    from zoframe.userproblem import problem_source
+
+    source = problem_source(name, reg)
+    if source.factory is None:
+        return source.build(**kwargs)
+    return _build_problem(name, source.build, kwargs, source.factory)
 
 
 def typed_arguments(
@@ -394,14 +487,35 @@ def _cmd_demo(args: argparse.Namespace, reg: Registry) -> int:
     return _cmd_solve(ns, reg)
 
 
+def _add_verbosity(p: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) -> None:
+    """``-v/--verbose`` and ``-q/--quiet`` (repeatable), where the command has not taken them itself."""
+    taken = p._option_string_actions
+    if "--verbose" not in taken and "-v" not in taken:
+        p.add_argument("-v", "--verbose", dest="log_verbose", action="count", default=default,
+                       help="show debug notices on stderr (notices go through logging.getLogger('zoframe'))")
+    if "--quiet" not in taken and "-q" not in taken:
+        p.add_argument("-q", "--quiet", dest="log_quiet", action="count", default=default,
+                       help="show warnings only (-qq: errors only)")
+
+
 def build_parser(reg: Registry) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="zoframe", description="zeroth-order optimisation framework")
+    parser = argparse.ArgumentParser(
+        prog="zoframe", description="zeroth-order optimisation framework",
+        epilog="Notices (runs done, files written, hints) are shown on stderr at level INFO; -v shows debug "
+        "notices, -q warnings only. Progress bars appear only when stderr is a terminal; ZOFRAME_PROGRESS=0 "
+        "hides them everywhere.",
+    )
+    _add_verbosity(parser, default=0)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list solvers, estimators and problems")
+    sub.add_parser("list", help="list solvers, estimators, problems, benchmark suites and reproductions")
     p_info = sub.add_parser("info", help="parameters, problem kinds and citation of a component")
-    p_info.add_argument("name")
-    p_solve = sub.add_parser("solve", help="solve a registered problem with a registered solver")
-    p_solve.add_argument("problem")
+    p_info.add_argument("name", help="a solver, estimator or problem name, or module:attr / file.py:attr of your own")
+    p_solve = sub.add_parser("solve", help="solve a registered problem (or module:attr) with a registered solver")
+    p_solve.add_argument(
+        "problem",
+        help="a registered problem (zoframe list), or a problem of your own as module:attr or path/to/file.py:attr "
+        "(a factory, given --problem-arg, or a problem object)",
+    )
     p_solve.add_argument("--solver", default="zo-sgd")
     p_solve.add_argument("--estimator", default=None, help="registered estimator replacing the solver's default")
     p_solve.add_argument(
@@ -434,7 +548,19 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
         cp = sub.add_parser(name, help=cprov.spec.help)
         cprov.spec.add_arguments(cp)
         cp.set_defaults(_run=cprov.spec.run)
+    for child in _subparsers(parser):  # -v / -q after the command too (zoframe solve ... -v, reproduce dszog -q)
+        _add_verbosity(child)
     return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every subcommand's parser, at every depth (``zoframe data fetch``, ``zoframe reproduce dszog``)."""
+    out: list[argparse.ArgumentParser] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                out += [child, *_subparsers(child)]
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -450,6 +576,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     reg = default_registry()
     parser = build_parser(reg)
     args = parser.parse_args(argv)
+    from zoframe._output import cli_logging
+
+    with cli_logging(int(getattr(args, "log_verbose", 0) or 0) - int(getattr(args, "log_quiet", 0) or 0)):
+        return _dispatch(parser, args, reg)
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, reg: Registry) -> int:
     handlers = {"list": _cmd_list, "info": _cmd_info, "solve": _cmd_solve, "demo": _cmd_demo}
     try:
         if args.command in handlers:

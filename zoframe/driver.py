@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from zoframe.certificate import DEFAULT_TOL
 from zoframe.errors import IncompatibleProblemError, InvalidInputError, ZoframeError
 from zoframe.observers import (
     BestPoint,
@@ -196,6 +197,14 @@ def _check_budgets(max_iter: Any, max_calls: Any, max_time: Any) -> None:
         )
 
 
+def _check_feasibility_tol(tol: Any) -> None:
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(tol)) or tol < 0:
+        raise InvalidInputError(
+            f"feasibility_tol must be a finite number >= 0 (the constraint violation a solution may have), got {tol!r}"
+        )
+
+
 def build_run(
     problem: Any,
     solver: Any = "zo-sgd",
@@ -219,6 +228,8 @@ def build_run(
     checkpoint_every: int | None = None,
     resume: str | os.PathLike[str] | None = None,
     feasibility_tol: float = 1e-3,
+    certificate: bool = True,
+    certify_tol: float = DEFAULT_TOL,
     registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     watched: bool = True,
@@ -252,6 +263,12 @@ def build_run(
         _check_estimator_only_params(solv, solver_name, params, estimator)
         solv = dataclasses.replace(solv, estimator=est)  # type: ignore[type-var]
     _check_budgets(max_iter, max_calls, max_time)
+    _check_feasibility_tol(feasibility_tol)
+    if isinstance(certify_tol, bool) or not isinstance(certify_tol, (int, float, np.floating)) or not certify_tol > 0:
+        raise InvalidInputError(
+            f"certify_tol must be a positive number (the certificate's tolerance on the relative KKT residual), "
+            f"got {certify_tol!r}; to switch the certificate off pass certificate=False"
+        )
     if record_every is not None and (not isinstance(record_every, int) or record_every < 0):
         raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
     if checkpoint_every is not None and checkpoint is None:
@@ -278,6 +295,8 @@ def build_run(
         start = np.array(x0, dtype=np.float64, copy=True)
         if start.shape != (oracle.dim,):
             raise InvalidInputError(f"x0 must have shape ({oracle.dim},), got {start.shape}")
+    if not np.isfinite(start).all():
+        raise InvalidInputError("x0 contains NaN or infinity: give a finite starting point")
 
     # ---- observers: each one job
     has_measures = isinstance(problem, HasMeasures)
@@ -303,7 +322,7 @@ def build_run(
                 "resume continues the checkpoint's generator: pass rng=None (or the checkpoint's integer seed), "
                 "not a Generator"
             )
-        state, gen, meta = restore(resume, (trace, best), solver=solv, registry=reg)
+        state, gen, meta = restore(resume, (trace, best), solver=solv, registry=reg, dim=oracle.dim)
         check_resume(resume, meta, solver_name, config, wanted)
         seed = meta.get("seed")
         oracle.restore(meta["counters"])
@@ -327,6 +346,7 @@ def build_run(
         solv, oracle, start, gen, solver_name=solver_name, seed=seed, max_iter=max_iter, max_calls=max_calls,
         max_time=max_time, observers=observers, state=state, nit=nit, seconds=seconds,
         check_every_step=nonfinite == "inf", notes=notes, feasibility_tol=feasibility_tol,
+        certificate=bool(certificate), certify_tol=float(certify_tol),
     )
     return BuiltRun(loop, trace, best, blas_threads)
 
@@ -354,6 +374,8 @@ def minimize(
     checkpoint_every: int | None = None,
     resume: str | os.PathLike[str] | None = None,
     feasibility_tol: float = 1e-3,
+    certificate: bool = True,
+    certify_tol: float = DEFAULT_TOL,
     registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     **solver_params: Any,
@@ -385,7 +407,8 @@ def minimize(
         record the trace every this many iterations (default: about 100 records per run;
         ``0`` records only the first and last iterate).
     progress:
-        show a progress bar (after half a second) on stderr.
+        show a progress bar (after half a second) on stderr, when stderr is a terminal
+        (``ZOFRAME_PROGRESS=0`` hides it everywhere, ``=always`` draws it off a terminal too).
     x0:
         starting point (default: the problem's ``x0``); never modified.
     executor, chunks:
@@ -407,20 +430,38 @@ def minimize(
         continue from a checkpoint written by a run of the same solver with the same parameters
         (and the same seed, if ``rng`` is given); anything else is refused, naming what differs.
     feasibility_tol:
-        violation under which a recorded point counts as feasible when choosing ``x_best``.
+        violation under which a recorded point counts as feasible when choosing ``x_best``
+        (a finite number >= 0), and the final point in ``Result.feasible`` and in the certificate.
+    certificate, certify_tol:
+        when the solver claims convergence, the final point is certified once
+        (:func:`zoframe.certificate.certify`: a KKT / stationarity test from central differences
+        at the point itself, with a second-order check; its evaluations are counted under
+        ``nfev_by_purpose["certify"]``, outside ``max_calls``). ``certify_tol`` (default
+        ``1e-3``) is the tolerance on its relative residual: larger is more lenient.
+        ``certificate=False`` skips it; a claim is then never a success (message "not certified
+        (certificate off)"). See ``docs/success.md``.
+
     options, **solver_params:
         hyper-parameters of the solver (``zoframe info NAME`` lists them).
 
     Notes
     -----
-    ``Result.success`` is true only when the solver's own test passed (status ``CONVERGED``) at a
-    finite (and, for constrained problems, feasible) point; a budget stop says which budget in
-    ``status`` and is not a success (see :func:`zoframe.result.decide_success`).
+    ``Result.success`` is true only when the solver claims convergence (status ``CONVERGED``) at a
+    finite (and, for constrained problems, feasible) point AND that point passes the certificate
+    (``Result.certificate``); a budget stop says which budget in ``status`` and is not a success
+    (see :func:`zoframe.result.decide_success` and ``docs/success.md``).
+
+    A bad argument raises before anything is evaluated. Once the run has started, any
+    exception that ends it (the user's function raising, a non-finite value under
+    ``nonfinite="raise"``, a solver refusing the problem at its first evaluations) raises
+    :class:`RunFailedError`, at the first evaluation as at any later one: its ``__cause__`` is the
+    exception and its ``.result`` the run so far (at ``x0`` with ``nit = 0`` if it failed at once).
     """
     return build_run(
         problem, solver, estimator=estimator, estimator_params=estimator_params, rng=rng, max_iter=max_iter,
         max_calls=max_calls, max_time=max_time, callback=callback, record_every=record_every, progress=progress,
         x0=x0, executor=executor, chunks=chunks, block_rows=block_rows, nonfinite=nonfinite,
         blas_threads=blas_threads, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-        feasibility_tol=feasibility_tol, registry=registry, options=options, watched=False, **solver_params,
+        feasibility_tol=feasibility_tol, certificate=certificate, certify_tol=certify_tol, registry=registry,
+        options=options, watched=False, **solver_params,
     ).run()

@@ -388,7 +388,7 @@ def max_violation_full(
 
     ``source``: a :class:`~zoframe.oracle.CountingOracle` (the ``m`` evaluations are charged to its
     budget under ``purpose`` before anything is evaluated), its ``monitor`` (counted as
-    ``"monitor"``, outside the budget; a monitor that counts against the run's budget refuses the
+    ``"monitor"`` (or the monitor's own ``purpose``), outside the budget; a monitor that counts against the run's budget refuses the
     whole pass before it runs) or a constrained problem (anything with ``constraints(X, idx)`` and
     ``m``). An oracle's ``user_calls`` grows by the number of blocks. Each block ``[lo, lo + block)`` is one call of the constraint function with
     the consecutive indices of the block, reduced at once to its max, count violated (``f_j > tol``),
@@ -407,6 +407,7 @@ def max_violation_full(
     The restoration's check (R1 of DSZOG / ADSZOG) and the verification report's feasibility
     measure are such full passes.
     """
+    unbudgeted = str(getattr(source, "purpose", "monitor"))  # a monitor's purpose ("certify" for the certificate)
     fn, m, dim, nonfinite, oracle, budgeted, take = _pass_source(source)
     if not isinstance(block, (int, np.integer)) or isinstance(block, bool) or block < 1:
         raise InvalidInputError(f"block must be a positive integer (constraints per call), got {block!r}")
@@ -429,7 +430,7 @@ def max_violation_full(
     if oracle is not None:  # the budget is checked before anything is evaluated
         if take is not None:
             take(m)
-        oracle._charge(m, "constraint", purpose if budgeted else "monitor", budgeted)
+        oracle._charge(m, "constraint", purpose if budgeted else unbudgeted, budgeted)
         oracle.user_calls += len(ranges)  # one call of the user's function per block
     t0 = time.perf_counter()
     if executor is None:

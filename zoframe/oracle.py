@@ -916,30 +916,33 @@ class CountingOracle:
 
 
 class MonitorOracle:
-    """Evaluations for measures and traces, counted under ``"monitor"``.
+    """Evaluations for measures and traces, counted under ``"monitor"`` (or under ``purpose``).
 
     They are not charged to the oracle's ``max_calls``; the run loop pays them from the run's budget
-    unless the problem is ``monitor_free`` (:class:`zoframe.observers.trace.MonitorBudget`).
+    unless the problem is ``monitor_free`` (:class:`zoframe.observers.trace.MonitorBudget`). The
+    stationarity certificate (:mod:`zoframe.certificate`) evaluates through one with
+    ``purpose="certify"``.
     """
 
-    def __init__(self, parent: CountingOracle) -> None:
+    def __init__(self, parent: CountingOracle, purpose: str = "monitor") -> None:
         self._p = parent
+        self.purpose = purpose
 
     def objective(self, X: Any, idx: Any = None) -> Array:
         p = self._p
         p._require(("finite_sum", "constrained", "composite"), "objective")
         pts = _as_points(X, p.dim, "objective")
-        return p._evaluate(p._problem.components, (pts,), p._indices(idx, p.n, "component"), "objective", "monitor", False)
+        return p._evaluate(p._problem.components, (pts,), p._indices(idx, p.n, "component"), "objective", self.purpose, False)
 
     def constraints(self, X: Any, idx: Any = None) -> Array:
         p = self._p
         p._require(("constrained",), "constraints")
         pts = _as_points(X, p.dim, "constraints")
-        return p._evaluate(p._problem.constraints, (pts,), p._indices(idx, p.m, "constraint"), "constraint", "monitor", False)
+        return p._evaluate(p._problem.constraints, (pts,), p._indices(idx, p.m, "constraint"), "constraint", self.purpose, False)
 
     def minimax(self, X: Any, Y: Any, idx: Any = None) -> Array:
         p = self._p
         p._require(("minimax",), "minimax")
         xs = _as_points(X, p.dim, "minimax x")
         ys = _as_points(Y, p.dim_y, "minimax y")
-        return p._evaluate(p._problem.values, (xs, ys), p._indices(idx, p.n, "sample"), "minimax", "monitor", False)
+        return p._evaluate(p._problem.values, (xs, ys), p._indices(idx, p.n, "sample"), "minimax", self.purpose, False)

@@ -176,22 +176,70 @@ def _scalar(v: Any, fn: Callable[..., Any], role: str) -> float:
     return float(as_values(v, 1, 1, _name(fn, role) + hint)[0, 0])
 
 
-def _eval_batched(
-    fn: Callable[..., Any], arrays: Sequence[Array], idx: IntArray, n: int, vectorized: bool, role: str = "objective"
+def _index_error(fn: Callable[..., Any], role: str, exc: IndexError, idx: IntArray, count: int, what: str) -> InvalidInputError:
+    """The error for a user function that raised IndexError on indices the problem declares valid."""
+    top = int(np.max(idx)) if len(idx) else 0
+    symbol = "m" if what == "constraint" else "n"
+    return InvalidInputError(
+        f"{_name(fn, role)} raised IndexError ({exc}) when asked for {what} indices up to {top}; the problem "
+        f"declares {symbol}={count} {what}s, so zoframe asks for indices 0..{count - 1}. If the function computes "
+        f"fewer than {count} {what}s, declare the number it computes ({symbol}=...); if it computes {count}, "
+        f"check how it selects the indices it is given."
+    )
+
+
+def _vectorized_values(
+    fn: Callable[..., Any], v: Any, k: int, b: int, role: str, *, per_point: bool = False
 ) -> Array:
-    """Evaluate a user callable on a batch; its result is checked by :func:`~zoframe.oracle.checked_values`
-    and handed on (the oracle copies it unless the problem declares ``fresh_results``)."""
+    """A vectorized user function's result, checked by :func:`~zoframe.oracle.checked_values` and handed
+    on (the oracle copies it unless the problem declares ``fresh_results``); a single number for a
+    batch is refused with the hint that a function of one point needs ``vectorized=False``."""
+    if isinstance(v, (int, float, np.generic)) or (isinstance(v, np.ndarray) and v.ndim == 0):
+        form, here = ("(k,)", f"({k},)") if per_point else ("(k, b)", f"({k}, {b})")
+        raise ShapeError(
+            f"{_name(fn, role)} returned shape () (one number) for a batch of {k} point(s); a vectorized "
+            f"function gets the points as the rows of a (k, d) array and must return an array of shape {form} "
+            f"(here {here}). If your function takes one point "
+            "x of shape (d,) and returns a float, build the problem with vectorized=False (zoframe then calls "
+            "it once per point), or vectorize it (e.g. sum over axis=1)."
+        )
+    return checked_values(v, k, 1 if per_point else b, _name(fn, role), per_point=per_point)
+
+
+def _eval_batched(
+    fn: Callable[..., Any],
+    arrays: Sequence[Array],
+    idx: IntArray,
+    n: int,
+    vectorized: bool,
+    role: str = "objective",
+    what: str = "component",
+    count: int | None = None,
+) -> Array:
+    """Evaluate a user callable on a batch; its result is checked by :func:`_vectorized_values`.
+
+    ``n > 1`` passes the indices to ``fn``; ``count`` (default ``n``) is the declared number of
+    indexed items (components, or constraints with ``what="constraint"``): an IndexError raised by
+    the user's function becomes an :class:`InvalidInputError` naming it.
+    """
     k = arrays[0].shape[0]
     if vectorized:
         if n == 1:  # f(X) -> (k,): one column, repeated for every (necessarily 0) index
-            out = checked_values(fn(*arrays), k, 1, _name(fn, role), per_point=True)
+            out = _vectorized_values(fn, fn(*arrays), k, 1, role, per_point=True)
             return out if len(idx) == 1 else out[:, np.zeros(len(idx), dtype=np.intp)]
-        return checked_values(fn(*arrays, idx), k, len(idx), _name(fn, role))
+        try:
+            v = fn(*arrays, idx)
+        except IndexError as exc:
+            raise _index_error(fn, role, exc, idx, n if count is None else count, what) from exc
+        return _vectorized_values(fn, v, k, len(idx), role)
     out = np.empty((k, len(idx)))
-    for r in range(k):  # the user's function is scalar: one call per point and index
-        row = [a[r] for a in arrays]
-        for s, i in enumerate(idx):
-            out[r, s] = _scalar(fn(*row) if n == 1 else fn(*row, int(i)), fn, role)
+    try:
+        for r in range(k):  # the user's function is scalar: one call per point and index
+            row = [a[r] for a in arrays]
+            for s, i in enumerate(idx):
+                out[r, s] = _scalar(fn(*row) if n == 1 else fn(*row, int(i)), fn, role)
+    except IndexError as exc:
+        raise _index_error(fn, role, exc, idx, n if count is None else count, what) from exc
     return out
 
 
@@ -304,10 +352,13 @@ class Constrained:
 
     def constraints(self, X: Array, idx: IntArray) -> Array:
         if self.vectorized:
-            return checked_values(
-                self.constraints_fun(X, idx), X.shape[0], len(idx), _name(self.constraints_fun, "constraints")
-            )
-        return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False, "constraints")
+            try:
+                v = self.constraints_fun(X, idx)
+            except IndexError as exc:
+                raise _index_error(self.constraints_fun, "constraints", exc, idx, self.m, "constraint") from exc
+            return _vectorized_values(self.constraints_fun, v, X.shape[0], len(idx), "constraints")
+        # n=max(m, 2): constraint functions always take the index j, even when m == 1
+        return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False, "constraints", "constraint", self.m)
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
         return constrained_measures(outputs["x"], monitor, self.violation_tol)

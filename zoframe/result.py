@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 class Status(enum.IntEnum):
     """Why a run ended.
 
-    ``CONVERGED``: the solver's own stationarity test passed. ``MAX_ITER``, ``BUDGET``,
+    ``CONVERGED``: the solver claims convergence (its own stopping test passed); the claim becomes
+    ``Result.success`` only when the final point also passes the certificate
+    (:mod:`zoframe.certificate`). ``MAX_ITER``, ``BUDGET``,
     ``MAX_TIME``: a budget ran out; not a failure of the run, but not a certificate either.
     ``CALLBACK``: the user's callback stopped the run. ``FAILED``: an error ended the run.
     ``DIVERGED``: the iterate or the solver's merit value blew up (non-finite or beyond a bound).
     ``RUNNING``: the run has not ended (a Result taken from an ask/tell run in progress).
-    Only ``CONVERGED`` can give ``Result.success``; see :func:`decide_success`.
+    Only ``CONVERGED`` can give ``Result.success``; see :func:`decide_success` and ``docs/success.md``.
     """
 
     CONVERGED = 0
@@ -55,10 +57,11 @@ class Status(enum.IntEnum):
 def decide_success(status: Status, x: Array, fun: float, feasible: bool | None) -> tuple[bool, str]:
     """The one definition of ``Result.success`` for every solver family.
 
-    A run succeeds when the solver's own stationarity test passed (``status`` is ``CONVERGED``),
-    the final point and objective are finite, and, for constrained problems (``feasible`` is not
-    ``None``), the final point is feasible within the stated tolerance. Returns ``(success, why)``
-    where ``why`` is empty on success and otherwise says what is missing.
+    A run may succeed when the solver claims convergence (``status`` is ``CONVERGED``), the final
+    point and objective are finite, and, for constrained problems (``feasible`` is not ``None``),
+    the final point is feasible within the stated tolerance. Returns ``(success, why)`` where
+    ``why`` is empty when these hold and otherwise says what is missing. The run loop then asks the
+    certificate (:func:`zoframe.certificate.certify`) too: ``Result.success`` needs both.
     """
     if not bool(np.all(np.isfinite(x))):
         return False, "the final point is not finite"
@@ -127,7 +130,8 @@ class Result:
         and the trace column of the same name).
     nfev_by_kind, nfev_by_purpose:
         the same count split by oracle kind and by the solver's purpose tags; the purpose
-        ``"monitor"`` holds the driver's own (unbudgeted) evaluations for the trace.
+        ``"monitor"`` holds the driver's own (unbudgeted) evaluations for the trace, ``"certify"``
+        those of the certificate (also outside the budget).
     x_best, fun_best:
         the best recorded point (lowest ``fun``, feasible points first when the problem reports
         ``max_violation``); after a divergence, the last finite best point.
@@ -137,6 +141,10 @@ class Result:
         problem's measures); ``None`` for other kinds or when it could not be measured.
     notes:
         notices about the run, e.g. defaults the solver adapted to the problem.
+    certificate:
+        the stationarity certificate of the final point (:meth:`zoframe.certificate.Certificate.to_dict`:
+        ``passed``, ``residual``, ``tol``, ...) when the solver claimed convergence, else ``None``;
+        ``success`` is true only when it passed (see ``docs/success.md``).
     user_calls:
         calls of the problem's functions (one call evaluates a whole block of points and
         components), budgeted and monitoring together; ``None`` in results saved by older versions.
@@ -172,6 +180,7 @@ class Result:
     feasibility_tol: float | None = None
     notes: tuple[str, ...] = ()
     user_calls: int | None = None
+    certificate: Mapping[str, Any] | None = None
 
     def __repr__(self) -> str:
         ms = ", ".join(f"{k}={v:.6g}" for k, v in self.measures.items() if k != "fun")
@@ -201,6 +210,7 @@ class Result:
             "feasibility_tol": self.feasibility_tol,
             "notes": list(self.notes),
             "user_calls": self.user_calls,
+            "certificate": None if self.certificate is None else dict(self.certificate),
             "measures": {k: float(v) for k, v in self.measures.items()},
             "x": [float(v) for v in self.x],
         }
@@ -218,13 +228,34 @@ class Result:
         arrays: dict[str, Array] = {"x": self.x, "x_best": self.x_best}
         arrays.update({f"outputs.{k}": np.asarray(v) for k, v in self.outputs.items()})
         arrays.update({f"trace.{k}": v for k, v in self.trace.columns.items()})
-        doc = {**dict(metadata or {}), **self.summary()}
+        doc = {**dict(metadata or {}), **self.summary(), FORMAT_KEY: RESULT_FORMAT}
         from zoframe.checkpoint import write_pair
 
         write_pair(base, arrays, doc)  # atomic as one unit: a crash leaves the old pair or the new one
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Result:
+        """Read a run written by :meth:`save` (see :meth:`_read`), checked.
+
+        A file of a newer format (``result_format``) says so; a damaged file, or one whose content
+        is not a run :meth:`save` could have written (e.g. ``success=True`` with a budget status, an
+        ``x`` that is not a vector), raises :class:`~zoframe.errors.InvalidInputError` naming it.
+        """
+        base = str(path).removesuffix(".json").removesuffix(".npz")
+        check_result_format(load_metadata(base), base)
+        try:
+            result = cls._read(base)
+        except InvalidInputError:
+            raise
+        except Exception as exc:  # a truncated or altered .npz: never a raw zip/numpy error
+            raise InvalidInputError(
+                f"the saved run at {base} (.json/.npz) is damaged ({type(exc).__name__}: {exc}); save the run again"
+            ) from None
+        check_loaded(result, base)
+        return result
+
+    @classmethod
+    def _read(cls, path: str | os.PathLike[str]) -> Result:
         """Read a run written by :meth:`save` (``PATH.json`` and ``PATH.npz``; either suffix or none).
 
         The inverse of :meth:`save`: arrays (``x``, ``x_best``, outputs, trace columns) come back
@@ -245,7 +276,7 @@ class Result:
                 "interrupted). zoframe.checkpoint.settle_pair(PATH) completes an interrupted save; otherwise "
                 "save the run again"
             )
-        with np.load(npath, allow_pickle=False) as data:
+        with np.load(io.BytesIO(npath.read_bytes()), allow_pickle=False) as data:  # no handle left open on damage
             arrays = {k: np.array(data[k]) for k in data.files}
         try:
             status = Status[str(doc["status"])]
@@ -275,6 +306,7 @@ class Result:
                 feasibility_tol=None if doc.get("feasibility_tol") is None else float(doc["feasibility_tol"]),
                 notes=tuple(str(n) for n in doc.get("notes", ())),
                 user_calls=None if user_calls is None else int(user_calls),
+                certificate=None if doc.get("certificate") is None else dict(doc["certificate"]),
             )
         except (KeyError, ValueError, TypeError) as exc:
             raise InvalidInputError(
@@ -315,8 +347,67 @@ def load_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(jpath, encoding="utf-8") as fh:
         try:
             doc = json.load(fh)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidInputError(f"{jpath} is not valid JSON ({exc}); was it written by Result.save?") from exc
     if not isinstance(doc, dict):
         raise InvalidInputError(f"{jpath} holds a {type(doc).__name__}, not the summary of a saved run")
     return doc
+
+
+#: the key of the format version in a saved run's JSON, and the version this zoframe writes
+FORMAT_KEY = "result_format"
+RESULT_FORMAT = 1
+
+
+def check_result_format(doc: Mapping[str, Any], base: str) -> None:
+    """Refuse a saved run of a format this version cannot read (runs saved before versions had none)."""
+    fmt = doc.get(FORMAT_KEY)
+    if fmt is None:
+        return
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or fmt < 1:
+        raise InvalidInputError(f"the saved run at {base} has format {fmt!r}, not a format of Result.save")
+    if fmt > RESULT_FORMAT:
+        raise InvalidInputError(
+            f"the saved run at {base} has format {fmt}, written by a newer zoframe (this one reads formats up to "
+            f"{RESULT_FORMAT}): upgrade zoframe to load it"
+        )
+
+
+def check_loaded(r: Result, base: str) -> None:
+    """Refuse a loaded run that :meth:`Result.save` could not have written (altered after the save)."""
+    why = _inconsistency(r)
+    if why:
+        raise InvalidInputError(
+            f"the saved run at {base} is not consistent: {why}. It was altered after Result.save; save the run again"
+        )
+
+
+def _inconsistency(r: Result) -> str:
+    x = np.asarray(r.x)
+    if x.ndim != 1 or x.size == 0 or not np.issubdtype(x.dtype, np.floating):
+        return f"x has shape {x.shape} and dtype {x.dtype}, not a vector of floats"
+    if np.shape(r.x_best) != x.shape:
+        return f"x_best has shape {np.shape(r.x_best)}, x {x.shape}"
+    if "x" in r.outputs and np.shape(r.outputs["x"]) != x.shape:
+        return f"outputs['x'] has shape {np.shape(r.outputs['x'])}, x {x.shape}"
+    counts = {"nit": r.nit, "nfev": r.nfev, **{f"nfev_by_kind[{k}]": v for k, v in r.nfev_by_kind.items()}}
+    if r.user_calls is not None:
+        counts["user_calls"] = r.user_calls
+    bad = [k for k, v in counts.items() if v < 0]
+    if bad:
+        return f"{bad[0]} is negative"
+    if r.feasibility_tol is not None and not (math.isfinite(r.feasibility_tol) and r.feasibility_tol >= 0):
+        return f"feasibility_tol is {r.feasibility_tol}"
+    if r.feasible is not None and r.max_violation is not None and r.feasibility_tol is not None \
+            and r.feasible != (r.max_violation <= r.feasibility_tol):
+        return f"feasible={r.feasible} with max_violation={r.max_violation} and feasibility_tol={r.feasibility_tol}"
+    if r.success:
+        ok, why = decide_success(r.status, np.asarray(x, dtype=np.float64), r.fun, r.feasible)
+        if r.status is not Status.CONVERGED or not ok:
+            return f"success=True with status {r.status.name}{f' ({why})' if why else ''}"
+        if r.certificate is not None and not r.certificate.get("passed", False):
+            return "success=True with a certificate that did not pass"
+    lengths = {np.asarray(v).shape for v in r.trace.columns.values()}
+    if any(len(s) != 1 for s in lengths) or len(lengths) > 1:
+        return f"the trace columns have shapes {sorted(lengths)}, not one length"
+    return ""

@@ -15,6 +15,7 @@ The loop::
         stop = max_iter or max_time reached, or else
                state = solver.step(oracle, state, rng)   # timed: Result.trace["seconds"]
                then a non-finite iterate, an observer's iteration() (the callback), solver.terminate()
+    the certificate, when the solver claims convergence  # Result.success (zoframe.certificate)
     every observer's end()                       # final trace record, last checkpoint
 """
 
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from zoframe.certificate import DEFAULT_TOL, Certificate, certify
 from zoframe.errors import BudgetExhausted, DivergedError
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array
@@ -75,6 +77,11 @@ class RunLoop:
     ``check_every_step``: test the iterate for non-finite entries after every step (else only at
     trace records and at the end; a non-finite point then usually shows up first as a non-finite
     function value, which the oracle reports).
+    ``certificate`` / ``certify_tol``: when the solver claims convergence (status ``CONVERGED``), the
+    final point is certified once, after the last step (:func:`zoframe.certificate.certify`, with
+    ``certify_tol`` and the run's ``feasibility_tol``; its evaluations are counted under
+    ``"certify"``, outside the budget), and only a point that passes is a success.
+    ``certificate=False`` skips it: a claim is then never a success.
     """
 
     def __init__(
@@ -96,6 +103,8 @@ class RunLoop:
         check_every_step: bool = False,
         notes: Sequence[str] = (),
         feasibility_tol: float = 1e-3,
+        certificate: bool = True,
+        certify_tol: float = DEFAULT_TOL,
     ) -> None:
         self.solver = solver
         self.oracle = oracle
@@ -115,6 +124,10 @@ class RunLoop:
         self.check_every_step = check_every_step
         self.notes = list(notes)
         self.feasibility_tol = feasibility_tol
+        self.use_certificate = bool(certificate)
+        self.certify_tol = certify_tol
+        #: the certificate of the final point (set by :meth:`finish` when the solver claims convergence)
+        self.certificate: Certificate | None = None
         self.stop: Stop | None = None
         self.failure: BaseException | None = None
         #: measures recorded at the current iteration (set by the trace recorder), else None
@@ -233,10 +246,24 @@ class RunLoop:
         return Status.FAILED, f"{type(exc).__name__}: {exc}"
 
     def finish(self) -> None:
+        self.certify_claim()
+        # a failure at the first call (in init) is reported like one at a later call: by the caller,
+        # from ``failure`` (minimize: RunFailedError with the result at x0, the error as its cause)
         for obs in self.observers:
             obs.end(self)
-        if self.state is None and self.failure is not None:
-            raise self.failure  # nothing to report: the run failed before its first state
+
+    def certify_claim(self) -> None:
+        """Certify the final point once when the solver claims convergence (and the certificate is on)."""
+        if self.certificate is not None or not self.use_certificate or self.state is None:
+            return
+        if self.stop is None or self.stop[0] is not Status.CONVERGED:
+            return
+        outs = self.outputs()
+        x = np.asarray(outs["x"], dtype=np.float64)
+        if x_is_finite(x):
+            self.certificate = certify(
+                self.oracle, x, outputs=outs, tol=self.certify_tol, feasibility_tol=self.feasibility_tol
+            )
 
     # ------------------------------------------------------------------ what observers read
     def outputs(self, state: Any = None) -> dict[str, Array]:
@@ -269,6 +296,14 @@ class RunLoop:
         success, why = decide_success(status, np.asarray(final_x, dtype=np.float64), fun, feasible)
         if why and status is Status.CONVERGED:
             message = f"{message}; but {why}"
+        cert = self.certificate
+        if success:  # the solver's claim: a success only when the certificate passes
+            if not self.use_certificate:
+                success, message = False, f"{message}; not certified (certificate off)"
+            elif cert is None:
+                success, message = False, f"{message}; not certified (the certificate has not run)"
+            elif not cert.passed:
+                success, message = False, f"{message}; {cert.message}"
         if self.notes:
             message = f"{message} [{'; '.join(self.notes)}]"
         x_best = final_x if best is None else best.x
@@ -296,4 +331,5 @@ class RunLoop:
             max_violation=None if viol is None else float(viol),
             feasibility_tol=self.feasibility_tol if kind == "constrained" else None,
             notes=tuple(self.notes),
+            certificate=None if cert is None else cert.to_dict(),
         )

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import Any
 
+from zoframe._output import logger
 from zoframe.errors import InvalidInputError
 
 __all__ = ["add_bench_arguments", "run_bench_command"]
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...; `zoframe list`)")
+    p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...), or problems of your own as "
+                                  "module:attr or path/to/file.py:attr (a problem, a factory, or a list / dict of them)")
     p.add_argument("--solvers", default="", help="comma-separated solver names, e.g. zo-sgd,cobyla,nelder-mead")
     p.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (instance, solver) (1)")
     p.add_argument("--budget", type=int, default=1000, help="max_calls per run (1000)")
@@ -28,11 +31,16 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--dask", default=None, metavar="ADDRESS", help="run on the dask scheduler at ADDRESS")
     p.add_argument("--out", default=None, help="output directory (default zoframe-out/bench-SUITE)")
     p.add_argument("--store", default=None, help="SQLite file of finished runs (default OUT/bench.sqlite)")
-    p.add_argument("--feasibility-tol", type=float, default=1e-3, help="violation allowed at a solved point (1e-3)")
+    p.add_argument("--feasibility-tol", type=float, default=1e-3,
+                   help="violation allowed at a solved point, a finite number >= 0 (1e-3)")
+    p.add_argument("--time-limit", type=float, default=600.0, metavar="SECONDS",
+                   help="seconds one run may take; past it the run is stopped and stored as TIMEOUT (600; 0: none)")
+    p.add_argument("--repair", action="store_true",
+                   help="first keep the sound runs of a damaged store (the damaged file is moved aside, not deleted)")
     p.add_argument("--no-plots", action="store_true", help="write the JSON and Markdown only")
     p.add_argument("--no-verify", action="store_true", help="skip the verification measures of each final point")
     p.add_argument("--list", action="store_true", help="list the suite's instances (one JSON line each) and exit")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar, and warnings only on stderr")
 
 
 def _value(text: str) -> Any:
@@ -52,14 +60,37 @@ def _pairs(items: list[str], what: str) -> dict[str, Any]:
     return out
 
 
+def _repair(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from zoframe._paths import output_path
+    from zoframe_bench.store import repair
+
+    outdir = Path(args.out) if args.out is not None else output_path(f"bench-{args.suite}/x").parent
+    path = Path(args.store) if args.store is not None else outdir / "bench.sqlite"
+    rep = repair(path)
+    if rep.moved_to is None:
+        print(f"store {path}: sound ({rep.kept} runs), nothing to repair", file=sys.stderr)
+    else:
+        lost = "no run could be read" if rep.dropped is None else f"dropped {rep.dropped} (run again now)"
+        print(f"store {path}: kept {rep.kept} runs, {lost}; the damaged file is kept as {rep.moved_to}",
+              file=sys.stderr)
+
+
 def run_bench_command(args: argparse.Namespace) -> int:
     from zoframe.registry import default_registry
+    from zoframe_bench.profiles import failure_lines
     from zoframe_bench.runner import run
     from zoframe_bench.suites import describe
 
+    if args.quiet:  # no progress bar, and warnings only
+        log = logger()
+        log.setLevel(max(log.getEffectiveLevel(), logging.WARNING))
     suite_args = _pairs(args.suite_arg, "--suite-arg")
     if args.list:
-        print(describe(default_registry().suite(args.suite).instances(**suite_args)))
+        from zoframe_bench.runner import _instances
+
+        print(describe(_instances(args.suite, suite_args, default_registry())))
         return 0
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
@@ -70,11 +101,17 @@ def run_bench_command(args: argparse.Namespace) -> int:
         if not dot or solver not in solvers:
             raise InvalidInputError(f"--param {key}=...: name a solver of --solvers, e.g. {solvers[0]}.eta=0.05")
         params.setdefault(solver, {})[name] = val
+    if args.time_limit < 0 or args.time_limit != args.time_limit:
+        raise InvalidInputError(f"--time-limit must be a number of seconds >= 0 (0: no limit), got {args.time_limit}")
+    if args.repair:
+        _repair(args)
     out = run(args.suite, solvers, seeds=args.seeds, budget=args.budget, budget_unit=args.budget_unit,
               suite_args=suite_args, params=params, store=args.store, out=args.out, workers=args.workers,
               dask=args.dask, progress=not args.quiet, feasibility_tol=args.feasibility_tol,
-              verify=not args.no_verify, plots=not args.no_plots)
+              verify=not args.no_verify, plots=not args.no_plots, time_limit=args.time_limit or None)
     print(f"{len(out.tasks)} runs ({out.ran} run now, {out.reused} already in {out.store})", file=sys.stderr)
+    for line in failure_lines(out.summary):
+        print(f"zoframe: {line}", file=sys.stderr)
     for f in out.files:
         if f.endswith("summary.md"):
             with open(f, encoding="utf-8") as fh:

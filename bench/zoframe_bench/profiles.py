@@ -40,6 +40,9 @@ __all__ = [
     "ProfileTable",
     "data_profile",
     "ecdf",
+    "failure_kind",
+    "failure_lines",
+    "failures",
     "performance_profile",
     "solve_times",
     "table_from_rows",
@@ -171,6 +174,50 @@ def _median(values: Sequence[float]) -> float | None:
     return float(np.median(vals)) if vals else None
 
 
+#: the kinds of failed runs a summary counts, in the order shown
+FAILURE_KINDS = ("missing dependency", "ERROR", "TIMEOUT", "FAILED")
+
+
+def failure_kind(row: RunRow) -> str | None:
+    """``missing dependency``, ``ERROR`` (the run could not start), ``TIMEOUT``, ``FAILED`` (raised mid-run) or None."""
+    if row.status in ("ERROR", "FAILED") and any(
+        f"{name}: " in row.reason for name in ("MissingDependencyError", "ModuleNotFoundError", "ImportError")
+    ):
+        return "missing dependency"
+    return row.status if row.status in ("ERROR", "TIMEOUT", "FAILED") else None
+
+
+def failures(rows: Sequence[RunRow]) -> dict[str, dict[str, Any]]:
+    """Failed runs by kind: ``{kind: {"count": n, "first": "message (instance, seed s)"}}`` (kinds with runs only).
+
+    "first" is the message of the first failed run in (instance, seed) order, so it does not depend
+    on the order the runs finished in.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: (r.task.instance, r.task.seed, r.task.key)):
+        kind = failure_kind(r)
+        if kind is None:
+            continue
+        if kind not in out:
+            out[kind] = {"count": 0, "first": f"{r.reason} ({r.task.instance}, seed {r.task.seed})"}
+        out[kind]["count"] += 1
+    return {k: out[k] for k in FAILURE_KINDS if k in out}
+
+
+def _failed_cell(entry: Mapping[str, Any]) -> str:
+    fails = entry.get("failures", {})
+    return ", ".join(f"{v['count']} {k}" for k, v in fails.items()) or "0"
+
+
+def failure_lines(summary: Mapping[str, Any]) -> list[str]:
+    """One line per solver and kind of failed run: ``SOLVER: N of M runs KIND; first: MESSAGE``."""
+    lines = []
+    for name, e in summary.get("solvers", {}).items():
+        for kind, v in e.get("failures", {}).items():
+            lines.append(f"{name}: {v['count']} of {e['runs']} runs {kind}; first: {v['first']}")
+    return lines
+
+
 def summarise(
     rows: Sequence[RunRow], table: ProfileTable, taus: Sequence[float], feasibility_tol: float
 ) -> dict[str, Any]:
@@ -187,6 +234,8 @@ def summarise(
         entry: dict[str, Any] = {
             "runs": len(mine),
             "statuses": dict(sorted(statuses.items())),
+            "failed_runs": sum(1 for r in mine if failure_kind(r) is not None),
+            "failures": failures(mine),
             "result_success_rate": float(np.mean([bool(r.result.get("success", False)) for r in mine])) if mine else 0.0,
             "median_final_violation": _median(viols),
             "nfev_by_kind": {k: int(sum(int(r.nfev_by_kind.get(k, 0)) for r in mine))
@@ -207,7 +256,7 @@ def summarise(
 
 def _markdown(summary: Mapping[str, Any]) -> str:
     taus = [f"{t:g}" for t in summary["taus"]]
-    head = ["solver", "runs", *[f"solved tau={t}" for t in taus], *[f"median evals tau={t} (raw / full)" for t in taus],
+    head = ["solver", "runs", "failed", *[f"solved tau={t}" for t in taus], *[f"median evals tau={t} (raw / full)" for t in taus],
             "median violation", "Result.success"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
@@ -215,7 +264,7 @@ def _markdown(summary: Mapping[str, Any]) -> str:
         return "-" if v is None else format(v, fmt)
 
     for name, e in summary["solvers"].items():
-        cells = [name, str(e["runs"])]
+        cells = [name, str(e["runs"]), _failed_cell(e)]
         cells += [f"{100 * e['targets'][t]['success_rate']:.0f}%" for t in taus]
         cells += [f"{num(e['targets'][t]['median_evals_raw'], '.0f')} / {num(e['targets'][t]['median_evals_full'], '.1f')}"
                   for t in taus]
@@ -223,7 +272,12 @@ def _markdown(summary: Mapping[str, Any]) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     note = (f"\n{summary['problems']} problems (instance x seed). Solved: f(x) <= f_L + tau (f(x0) - f_L) with "
             f"max violation <= {summary['feasibility_tol']:g}. Evaluations: raw component evaluations / "
-            "full-evaluation equivalents (n + m raw each). Result.success: the driver's own verdict.\n")
+            "full-evaluation equivalents (n + m raw each). Result.success: the driver's own verdict. "
+            "Failed: runs that gave no result (missing dependency, ERROR: could not start, TIMEOUT: stopped at the "
+            "time limit) or raised mid-run (FAILED); they count as not solved.\n")
+    failed = failure_lines(summary)
+    if failed:
+        note += "\nFailed runs (first message of each kind):\n\n" + "\n".join(f"- {ln}" for ln in failed) + "\n"
     return "\n".join(lines) + "\n" + note
 
 
@@ -244,8 +298,12 @@ def write_reports(
     """Write ``summary.json``, ``summary.md``, ``profiles.json`` and (``plots``) PNGs; return the summary."""
     table = table_from_rows(rows, f_star, feasibility_tol)
     summary = summarise(rows, table, taus, feasibility_tol)
-    prof: dict[str, Any] = {"solvers": table.solvers, "problems": table.problems, "performance": {}, "data": {},
-                            "ecdf": {}}
+    labels = []
+    for name in table.solvers:
+        e = summary["solvers"][name]
+        labels.append(f"{name} ({e['failed_runs']} of {e['runs']} runs failed)" if e["failed_runs"] else name)
+    prof: dict[str, Any] = {"solvers": table.solvers, "labels": labels, "problems": table.problems,
+                            "performance": {}, "data": {}, "ecdf": {}}
     for tau in taus:
         t = solve_times(table, tau, feasibility_tol)
         tt = np.maximum(t, 1.0)
@@ -300,7 +358,7 @@ def _plots(prof: Mapping[str, Any], outdir: Path, taus: Sequence[float]) -> list
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    solvers = prof["solvers"]
+    solvers = prof.get("labels", prof["solvers"])  # a legend says how many runs of a solver failed
     files = []
     fig, axes = plt.subplots(1, len(taus), figsize=(4.2 * len(taus), 3.6), squeeze=False)
     for ax, tau in zip(axes[0], taus):

@@ -12,39 +12,102 @@ each iteration whose oracle count has moved by at least ``history_every`` raw ev
 the start and the end), the bench evaluates the problem's measures (``fun``, ``max_violation``) at
 the solver's reported point with an oracle of its own. Every solver, peers included, is measured the
 same way; nothing the bench evaluates is counted in the run's ``nfev``.
+
+Faults: every run has a time limit (``time_limit`` seconds, :data:`DEFAULT_TIME_LIMIT` by default):
+a run past it is stopped and stored as a ``TIMEOUT`` row, and the bench goes on. Serially the limit
+is a ``SIGALRM`` in the bench's process (POSIX, main thread); on a process pool the worker stops the
+run the same way and, should the run not give up, the bench kills the worker ``time_limit * 1.1 +
+5`` seconds after it handed the task over (building the instance included) and starts a new one.
+A worker that dies (a crash, an out-of-memory kill) gives an ``ERROR`` row. Workers die with the bench: each one watches a pipe that only the
+bench holds open, and exits when it closes, however the bench ended (``kill -9`` included). A run
+that raises before it starts is an ``ERROR`` row. On dask the limit is not enforced (dask runs
+tasks in threads that cannot be stopped): use dask's own worker limits there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-import concurrent.futures as cf
+import collections
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import contextlib
 import dataclasses
 import functools
+import inspect
 import math
 import multiprocessing
+import multiprocessing.connection
 import os
 from pathlib import Path
+import signal
+import threading
 import time
 from typing import Any
 import warnings
 
 import numpy as np
 
-from zoframe.errors import InvalidInputError
+from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array
 from zoframe.registry import Registry, default_registry
 from zoframe.specs import SuiteInstance
 from zoframe_bench.store import BenchStore, RunRow, Task
 
-__all__ = ["BenchOutcome", "execute", "make_tasks", "run"]
+__all__ = ["DEFAULT_TIME_LIMIT", "BenchOutcome", "execute", "make_tasks", "run"]
+
+#: seconds one run may take before the bench stops it and stores a TIMEOUT row
+DEFAULT_TIME_LIMIT = 600.0
+#: seconds past ``1.1 * time_limit`` after which a worker that did not stop its run is killed (the
+#: worker's own time also covers building the instance and importing the solver)
+_GRACE = 5.0
 
 _SUMMARY_DROP = ("elapsed", "x")  # wall clock and the point (stored as its own column)
 
 
 def _instances(suite: str, suite_args: Mapping[str, Any], registry: Registry | None = None) -> Sequence[SuiteInstance]:
-    spec = (registry or default_registry()).suite(suite)
-    return spec.instances(**dict(suite_args))
+    from zoframe.errors import UnknownNameError
+    from zoframe_bench import user
+
+    try:
+        spec = (registry or default_registry()).suite(suite)
+    except UnknownNameError:
+        if not user.is_user_suite(suite) and suite not in user._SUITES:
+            raise
+        return user.user_instances(suite, suite_args)  # a problem of the user's own (zoframe_bench.user)
+    try:
+        return spec.instances(**dict(suite_args))
+    except TypeError as exc:
+        try:
+            accepted = ", ".join(inspect.signature(spec.instances).parameters) or "no arguments"
+        except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
+            accepted = "see its documentation"
+        raise InvalidInputError(
+            f"suite {suite!r} cannot take the arguments {dict(suite_args)}: {exc}; it accepts: {accepted}"
+        ) from None
+
+
+def check_feasibility_tol(value: Any) -> float:
+    """``value`` as a finite float >= 0, else :class:`InvalidInputError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(value)) or float(value) < 0:
+        raise InvalidInputError(
+            f"feasibility_tol must be a finite number >= 0 (the violation allowed at a solved point), got {value!r}"
+        )
+    return float(value)
+
+
+def _check_params(reg: Registry, solver: str, params: Mapping[str, Any]) -> None:
+    """Build the solver once with ``params``: an unknown or bad parameter fails before any run."""
+    spec = reg.solver(solver)
+    try:
+        spec.cls(**dict(params))
+    except ZoframeError:
+        raise
+    except (TypeError, ValueError) as exc:
+        valid = [f.name for f in dataclasses.fields(spec.cls)] if dataclasses.is_dataclass(spec.cls) else []
+        raise InvalidInputError(
+            f"bad parameters for solver {solver!r} ({dict(params)}): {exc}. Valid parameters: "
+            f"{', '.join(valid) or 'none'} (see `zoframe info {solver}`)"
+        ) from None
 
 
 def _instance(task: Task, registry: Registry | None = None) -> SuiteInstance:
@@ -99,6 +162,9 @@ def make_tasks(
     unknown = set(extra) - set(solvers)
     if unknown:
         raise InvalidInputError(f"params given for solvers not in the bench: {sorted(unknown)}")
+    feasibility_tol = check_feasibility_tol(feasibility_tol)
+    for name in solvers:
+        _check_params(reg, name, extra.get(name, {}))
     tasks = []
     for inst in _instances(suite, args, reg):
         cost = _unit(inst)
@@ -147,22 +213,103 @@ def _measure(problem: Any, aux: CountingOracle, outputs: Mapping[str, Array]) ->
     return fun, viol
 
 
-def execute(task: Task, registry: Registry | None = None) -> RunRow:
+class RunTimeout(BaseException):
+    """Raised in a run that passed the bench's time limit (a BaseException: the run loop does not catch it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`RunTimeout` in this thread after ``seconds`` (POSIX main thread; else no limit).
+
+    A ``SIGALRM`` timer someone else armed (e.g. pytest-timeout, or the caller's own) keeps working:
+    if its deadline comes first its handler is called then, and it is re-armed for what is left of
+    it on the way out, with its handler back.
+    """
+    if (
+        not seconds
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+    prev_handler = signal.getsignal(signal.SIGALRM)
+    prev_left, prev_interval = signal.getitimer(signal.ITIMER_REAL)
+    t0 = time.monotonic()
+    ours = float(seconds)
+    fired = [False]
+
+    def _expired(signum: int, frame: Any) -> None:
+        elapsed = time.monotonic() - t0
+        if prev_left and not fired[0] and elapsed + 1e-3 >= prev_left and elapsed + 1e-3 < ours:
+            fired[0] = True  # the other timer's deadline: its handler, then ours again
+            if callable(prev_handler):
+                prev_handler(signum, frame)
+            signal.setitimer(signal.ITIMER_REAL, max(ours - (time.monotonic() - t0), 1e-3))
+            return
+        raise RunTimeout
+
+    signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, min(ours, prev_left) if prev_left else ours)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, prev_handler)
+        if prev_left and not fired[0]:
+            left = prev_left - (time.monotonic() - t0)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), prev_interval)
+        elif prev_left and prev_interval:  # a periodic timer that fired during the run goes on
+            signal.setitimer(signal.ITIMER_REAL, prev_interval, prev_interval)
+
+
+def stub_row(task: Task, status: str, reason: str, seconds: float, registry: Registry | None = None,
+             extra_result: Mapping[str, Any] | None = None) -> RunRow:
+    """The row of a run without a result (``ERROR``, ``TIMEOUT``): the instance's sizes and start point."""
+    empty = {"calls": np.zeros(0), "fun": np.zeros(0), "violation": np.zeros(0)}
+    kind, dim, n, m, x0 = "unknown", 0, 0, 0, np.zeros(0)
+    try:
+        problem = _instance(task, registry).build()
+        kind = str(problem.kind)
+        dim, n = int(problem.dim), int(getattr(problem, "n", 1))
+        m = int(getattr(problem, "m", 0)) if kind == "constrained" else 0
+        x0 = np.array(problem.x0, dtype=np.float64, copy=True)
+    except Exception:  # the row says why the run failed; the sizes are what could be found
+        pass
+    return RunRow(task=task, status=status, reason=reason, kind=kind, dim=dim, n=n, m=m, nfev=0, nfev_by_kind={},
+                  result=dict(extra_result or {}), verification=None, history=empty, x=x0, seconds=seconds)
+
+
+def _timeout_row(task: Task, limit: float, seconds: float, registry: Registry | None = None) -> RunRow:
+    return stub_row(task, "TIMEOUT", f"the run passed the bench's time limit of {limit:g} s and was stopped "
+                    "(raise it with time_limit= / --time-limit)", seconds, registry, {"time_limit": float(limit)})
+
+
+def execute(task: Task, registry: Registry | None = None, time_limit: float | None = None) -> RunRow:
     """Run one task from scratch (in any process) and return its row.
 
     Warnings raised during the run are recorded in the row (``result["warnings"]``) instead of
     following the process's warning filters, so a run behaves the same in every process.
+    ``time_limit`` (seconds; ``None``: none): past it the run (``minimize``; not the building of
+    the instance) is stopped and the row is a ``TIMEOUT`` (where a signal can stop it: POSIX, main
+    thread). An exception outside the run
+    itself (building the instance or the solver) gives an ``ERROR`` row.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        row = _execute(task, registry or default_registry())
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            row = _execute(task, registry or default_registry(), time_limit)
+    except RunTimeout:
+        return _timeout_row(task, float(time_limit or 0.0), time.perf_counter() - t0, registry)
+    except Exception as exc:  # never lose the bench to one run
+        return stub_row(task, "ERROR", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0, registry)
     if caught and row.ran:
         texts = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
         row = dataclasses.replace(row, result={**row.result, "warnings": texts})
     return row
 
 
-def _execute(task: Task, reg: Registry) -> RunRow:
+def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunRow:
     from zoframe.driver import RunFailedError, minimize
 
     t0 = time.perf_counter()
@@ -201,8 +348,9 @@ def _execute(task: Task, reg: Registry) -> RunRow:
 
     status, reason = "", ""
     try:
-        res = minimize(problem, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0, callback=callback,
-                       feasibility_tol=task.feasibility_tol, progress=False)
+        with _time_limit(time_limit):  # the run itself: building the instance and importing the solver are not timed
+            res = minimize(problem, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0,
+                           callback=callback, feasibility_tol=task.feasibility_tol, progress=False)
     except RunFailedError as exc:
         res, status, reason = exc.result, "FAILED", str(exc)
     except Exception as exc:  # the run could not start: store why, never lose the bench
@@ -249,34 +397,155 @@ class BenchOutcome:
     summary: Mapping[str, Any]
     files: tuple[str, ...]
 
+    def __str__(self) -> str:
+        lines = [f"bench: {len(self.tasks)} runs ({self.ran} run now, {self.reused} reused) in {self.store}"]
+        for name, row in dict(self.summary.get("solvers", {})).items():
+            rates = ", ".join(f"tau={t}: {v.get('success_rate', 0.0):.0%}" for t, v in dict(row.get("targets", {})).items())
+            lines.append(f"  {name}: {row.get('runs', '?')} runs" + (f", solved {rates}" if rates else ""))
+        lines.append(f"  files: {', '.join(self.files)}" if self.files else "  no files written")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"BenchOutcome(store={self.store!r}, tasks={len(self.tasks)}, ran={self.ran}, reused={self.reused}, files={len(self.files)})"
+
+
+def _worker_main(conn: Any, lifeline: Any, time_limit: float | None) -> None:
+    """A bench worker: run the tasks received on ``conn``; exit when the bench is gone.
+
+    ``lifeline`` is the read end of a pipe whose only write end the bench holds: it reads EOF when
+    the bench's process ends, however it ends, and the worker then exits at once.
+    """
+
+    def watch() -> None:
+        try:
+            lifeline.recv()
+        except (EOFError, OSError):
+            pass
+        os._exit(3)
+
+    threading.Thread(target=watch, name="bench-lifeline", daemon=True).start()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        conn.send(execute(task, time_limit=time_limit))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, time_limit: float | None) -> None:
+        self.conn, child = ctx.Pipe()
+        life_r, self.life_w = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_worker_main, args=(child, life_r, time_limit), daemon=True,
+                                name="zoframe-bench-worker")
+        self.proc.start()
+        child.close()
+        life_r.close()
+
+    def stop(self, kill: bool = False) -> None:
+        if not kill:
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(None)
+        self.conn.close()
+        self.life_w.close()  # the worker's lifeline reads EOF: it exits even in the middle of a run
+        self.proc.join(0.0 if kill else 2.0)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5.0)
+
+
+def _process_pool(tasks: Sequence[Task], workers: int, time_limit: float | None) -> Iterator[RunRow]:
+    """Rows of ``tasks`` run on ``workers`` processes, each run under ``time_limit``."""
+    ctx = multiprocessing.get_context("forkserver")
+    pending = collections.deque(tasks)
+    hard = None if not time_limit else time_limit * 1.1 + _GRACE
+    idle = [_Worker(ctx, time_limit) for _ in range(min(workers, len(pending)))]
+    busy: dict[Any, tuple[_Worker, Task, float]] = {}
+    try:
+        while pending or busy:
+            while idle and pending:
+                w, t = idle.pop(), pending.popleft()
+                try:
+                    w.conn.send(t)
+                except OSError:  # the worker died while it waited (killed from outside): a new one
+                    w.stop(kill=True)
+                    w = _Worker(ctx, time_limit)
+                    w.conn.send(t)
+                busy[w.conn] = (w, t, time.monotonic())
+            wait = None if hard is None else max(0.0, min(t0 + hard for _, _, t0 in busy.values()) - time.monotonic())
+            for conn in multiprocessing.connection.wait(list(busy), timeout=wait):
+                w, t, t0 = busy.pop(conn)
+                try:
+                    row: RunRow = w.conn.recv()
+                except (EOFError, OSError):
+                    w.stop(kill=True)
+                    code = w.proc.exitcode
+                    row = stub_row(t, "ERROR", f"the worker process died during the run (exit code {code}: "
+                                   "a crash or an out-of-memory kill)", time.monotonic() - t0)
+                    w = _Worker(ctx, time_limit)
+                idle.append(w)
+                yield row
+            if hard is not None:
+                now = time.monotonic()
+                for conn, (w, t, t0) in list(busy.items()):
+                    if now - t0 >= hard:
+                        del busy[conn]
+                        w.stop(kill=True)
+                        idle.append(_Worker(ctx, time_limit))
+                        yield _timeout_row(t, float(time_limit or 0.0), now - t0)
+    finally:
+        for w in idle + [w for w, _, _ in busy.values()]:
+            w.stop(kill=bool(busy))
+
+
+def _client(dask: Any) -> tuple[Any, bool]:
+    """A dask client for ``dask`` (a Client, or an address reached within a few seconds) and whether it is ours."""
+    distributed = _require_distributed()
+    if isinstance(dask, distributed.Client):
+        return dask, False
+    address = str(dask)
+    host, _, port = address.rpartition("://")[2].rpartition(":")
+    if host and port.isdigit():
+        import socket
+
+        try:
+            socket.create_connection((host, int(port)), timeout=5.0).close()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cannot reach the dask scheduler at {address}: {exc.strerror or exc}; start one "
+                "(`dask scheduler` and `dask worker ADDRESS`) or drop --dask to run here"
+            ) from None
+    try:
+        return distributed.Client(address, timeout=10), True
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise InvalidInputError(
+            f"cannot connect to the dask scheduler at {address}: {exc}; check the address (e.g. "
+            "tcp://HOST:8786) or drop --dask to run here"
+        ) from None
+
 
 def _pool_map(
-    fn: Callable[[Task], RunRow], tasks: Sequence[Task], workers: int | None, dask: Any
+    fn: Callable[[Task], RunRow], tasks: Sequence[Task], workers: int | None, dask: Any,
+    time_limit: float | None = None,
 ) -> Iterable[RunRow]:
     if dask is not None:
         distributed = _require_distributed()
-        client = dask if isinstance(dask, distributed.Client) else distributed.Client(dask)
+        client, ours = _client(dask)
         try:
             futures = client.map(fn, list(tasks), pure=False)
             for fut in distributed.as_completed(futures):
                 yield fut.result()
         finally:
-            if client is not dask:
+            if ours:
                 client.close()
         return
-    if workers is None or workers <= 1:
+    if workers is None:
         for t in tasks:
             yield fn(t)
         return
-    ctx = multiprocessing.get_context("forkserver")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futs = [pool.submit(fn, t) for t in tasks]
-        try:
-            for fut in cf.as_completed(futs):
-                yield fut.result()
-        finally:
-            for f in futs:
-                f.cancel()
+    yield from _process_pool(tasks, workers, time_limit)
 
 
 def _require_distributed() -> Any:
@@ -286,7 +555,7 @@ def _require_distributed() -> Any:
 
 
 def run(
-    suite: str,
+    suite: Any,
     solvers: Sequence[str],
     *,
     seeds: int | Sequence[int] = 1,
@@ -306,8 +575,14 @@ def run(
     plots: bool = True,
     on_row: Callable[[RunRow], None] | None = None,
     registry: Registry | None = None,
+    time_limit: float | None = DEFAULT_TIME_LIMIT,
 ) -> BenchOutcome:
     """Run ``solvers`` on every instance of ``suite`` for ``seeds`` seeds and write the profiles.
+
+    ``suite`` is a registered suite name, or problems of the user's own (:mod:`zoframe_bench.user`):
+    a problem object, a factory, a list / dict of them, or a ``"module:attr"`` / ``"file.py:attr"``
+    reference to any of these. Objects and factories passed directly run serially; a reference runs
+    on ``workers`` / ``dask`` too (each worker imports it).
 
     Parameters
     ----------
@@ -319,8 +594,15 @@ def run(
     out:
         the directory for the summary and the profiles (default ``zoframe-out/bench-SUITE``).
     workers, dask:
-        a process pool of ``workers`` processes, or a dask cluster (an address such as
-        ``"tcp://127.0.0.1:8786"`` or a ``distributed.Client``); default: serial.
+        a process pool of ``workers`` processes (``workers=1``: one worker process, so that even a
+        run stuck in compiled code is stopped at its time limit), or a dask cluster (an address such
+        as ``"tcp://127.0.0.1:8786"``, reached within a few seconds, or a ``distributed.Client``);
+        default: serial, in this process.
+    time_limit:
+        seconds one run may take (default :data:`DEFAULT_TIME_LIMIT`, 600; ``None``: no limit). A
+        run past it is stopped and stored as a ``TIMEOUT`` row; a later bench with a larger limit
+        runs it again. Not enforced on dask. A later bench also runs the ``ERROR`` rows (runs that
+        never started) and the runs that lacked a dependency again.
     taus:
         the tolerances of the convergence test ``f(x) <= f_L + tau (f(x0) - f_L)``.
     plots:
@@ -336,13 +618,26 @@ def run(
 
     if workers is not None and dask is not None:
         raise InvalidInputError("give either workers (a process pool) or dask (a cluster), not both")
-    if registry is not None and (dask is not None or (workers is not None and workers > 1)):
+    if registry is not None and (dask is not None or workers is not None):
         raise InvalidInputError(
             "a registry of your own works for serial benches only: worker processes find solvers and suites "
             "through the installed plugins (install your plugin, with its entry point, to run it in parallel)"
         )
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
         raise InvalidInputError(f"workers must be a positive integer, got {workers!r}")
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not math.isfinite(time_limit) or time_limit <= 0):
+        raise InvalidInputError(f"time_limit must be a positive number of seconds or None, got {time_limit!r}")
+    if not isinstance(suite, str):  # problems of the user's own, held by this process
+        from zoframe_bench import user
+
+        if dask is not None or workers is not None:
+            raise InvalidInputError(
+                "problem objects and factories passed to the bench run serially: worker processes cannot see "
+                "them. Put the problem (or a list of them) in a module or a .py file and pass its "
+                "'module:attr' / 'path/to/file.py:attr' reference to run it in parallel"
+            )
+        suite = user.register(suite, dict(suite_args or {}))
     tasks = make_tasks(suite, solvers, seeds=seeds, budget=budget, budget_unit=budget_unit, suite_args=suite_args,
                        params=params, history_every=history_every, feasibility_tol=feasibility_tol, verify=verify,
                        registry=registry)
@@ -350,19 +645,25 @@ def run(
     outdir.mkdir(parents=True, exist_ok=True)
     store_path = Path(store) if store is not None else outdir / "bench.sqlite"
     with BenchStore(store_path) as db:
+        db.lock()  # one bench writes a store at a time: a second one would run everything again
+        db.check()  # a damaged store is said now, before any run or file is written
         done = db.keys()
-        todo = [t for t in tasks if t.key not in done]
+        retry = {t.key for t in tasks if t.key in done and _retry(db.get(t.key), time_limit)}
+        todo = [t for t in tasks if t.key not in done or t.key in retry]
         bar: Any = None
-        if progress:
+        from zoframe._output import logger, progress_wanted
+
+        logger("bench").info("bench %s: %d runs, %d already in %s", suite, len(tasks), len(tasks) - len(todo), store_path)
+        if progress_wanted(progress):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="run", desc=f"bench {suite}",
                        dynamic_ncols=True)
         ran = 0
         try:
-            fn = execute if registry is None else functools.partial(execute, registry=registry)
-            for row in _pool_map(fn, todo, workers, dask):
-                db.add(row)
+            fn = functools.partial(execute, registry=registry, time_limit=time_limit)
+            for row in _pool_map(fn, todo, workers, dask, time_limit):
+                db.add(row, replace=row.task.key in retry)
                 ran += 1
                 if bar is not None:
                     bar.update(1)
@@ -377,3 +678,18 @@ def run(
     summary, files = write_reports(rows, outdir, f_star=f_star, taus=tuple(taus), feasibility_tol=feasibility_tol,
                                    plots=plots)
     return BenchOutcome(str(store_path), tuple(tasks), ran, len(tasks) - ran, summary, tuple(files))
+
+
+def _retry(row: RunRow, time_limit: float | None) -> bool:
+    """Run again: an ERROR (it never started: e.g. a dependency installed since, a worker that died), a
+    missing dependency, and a TIMEOUT under a larger limit (or none)."""
+    from zoframe_bench.profiles import failure_kind
+
+    if row.status == "ERROR" or failure_kind(row) == "missing dependency":
+        return True
+    if row.status != "TIMEOUT":
+        return False
+    before = row.result.get("time_limit")
+    if not isinstance(before, (int, float)):
+        return True
+    return time_limit is None or float(time_limit) > float(before)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -276,10 +277,27 @@ def reference_objective(
         cached=False,
     )
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         doc = {k: v for k, v in dataclasses.asdict(ref).items() if k != "cached"}
-        path.write_text(json.dumps(doc, indent=2))
+        write_atomically(path, json.dumps(doc, indent=2))
     return ref
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a synced temporary renamed into place (``os.replace``).
+
+    A crash or an error leaves the old file (or none), never a half-written one; readers in other
+    processes see the old content or the new one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def fused_reference(dataset: str, *, n_samples: int | None, seed: int, prob: Any = None) -> Reference:
@@ -402,7 +420,9 @@ def reproduce(args: argparse.Namespace) -> dict[str, Any]:
     refs: dict[str, float] = {}
     summary: dict[str, Any] = {"gap": gap, "seconds_per_run": seconds, "n_samples": n_samples, "datasets": {}}
     iters_ref = int(getattr(args, "reference_iters", REFERENCE_ITERS))
-    for ds in tqdm(args.datasets, desc="fused lasso", disable=not progress):
+    from zoframe._output import progress_wanted
+
+    for ds in tqdm(args.datasets, desc="fused lasso", disable=not progress_wanted(progress)):
         prob = FusedLasso(ds, n_samples=n_samples, seed=args.seed)
         key = f"fused-lasso|{ds}|{n_samples}|{args.seed}|{prob.tau1}|{prob.tau2}|{prob.sigma}|{prob.group}"
         ref = reference_objective(prob, iters=iters_ref, cache_key=key)

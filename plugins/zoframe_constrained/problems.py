@@ -348,6 +348,11 @@ def pairwise(
     """
     if (X is None) != (y is None):
         raise InvalidInputError("pass both X and y, or neither")
+    # the arguments are checked before any data set is read: a bad value never waits for a download
+    if kernel is not None and kernel != "rbf":
+        raise InvalidInputError(f"kernel must be None or 'rbf', got {kernel!r}")
+    if not (isinstance(loss_c, (int, float, np.integer, np.floating)) and math.isfinite(loss_c) and loss_c > 0):
+        raise InvalidInputError(f"loss_c (the correntropy width c) must be > 0, got {loss_c!r}")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2022]))
     name = dataset
     if X is not None and y is not None:

@@ -7,7 +7,7 @@ hyper-parameters); plain DSZOG's numbers come from the ICLR 2022 submission (Tab
 
 One command per table::
 
-    zoframe reproduce dszog --table fairness --quick          # a few minutes, no download
+    zoframe reproduce dszog --table fairness --quick          # about 2 minutes, no download
     zoframe reproduce dszog --table pairwise --seeds 10 --time-cap 600
 
 What it does, per table:
@@ -47,7 +47,6 @@ import json
 import math
 import os
 from pathlib import Path
-import sys
 import time
 from typing import Any
 
@@ -268,11 +267,13 @@ def _cells(args: argparse.Namespace) -> list[tuple[str, str, str]]:
 def select_all(args: argparse.Namespace, out: Path, executor: Executor | None) -> dict[str, dict[str, Any]]:
     """Select (or load from ``hparams.json``) the hyper-parameters of every cell on the validation split."""
     path = out / "hparams.json"
-    cache: dict[str, dict[str, Any]] = json.loads(path.read_text()) if path.exists() else {}
+    cache = read_hparams(path)
     from tqdm.auto import tqdm
 
     cells = _cells(args)
-    bar = tqdm(cells, desc="hyper-parameters", unit="cell", disable=args.no_progress, leave=False)
+    from zoframe._output import progress_wanted
+
+    bar = tqdm(cells, desc="hyper-parameters", unit="cell", disable=not progress_wanted(not args.no_progress), leave=False)
     for family, ds, solver in bar:
         key = f"{family}|{ds}|{solver}"
         if key in cache and cache[key].get("_tune") == args.tune and cache[key].get("_select_feasible") == args.select_feasible:
@@ -294,11 +295,38 @@ def select_all(args: argparse.Namespace, out: Path, executor: Executor | None) -
             entry = {**best, "_tune": args.tune, "_score": sel.best_score, "_grid_points": len(sel.table),
                      "_select_feasible": args.select_feasible}  # fmt: skip
         cache[key] = entry
-        # after every cell (resumable), atomically: a crash leaves the old cache or the new one
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cache, indent=2, sort_keys=True))
-        os.replace(tmp, path)
+        write_hparams(path, cache)  # after every cell (resumable)
     return {k: {p: v for p, v in e.items() if not p.startswith("_")} for k, e in cache.items()}
+
+
+def read_hparams(path: Path) -> dict[str, dict[str, Any]]:
+    """The selected hyper-parameters stored at ``path`` (``{}`` if none); a damaged file is a clear error."""
+    if not path.exists():
+        return {}
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        cache = exc
+    if not (isinstance(cache, dict) and all(isinstance(v, dict) for v in cache.values())):
+        why = f"{type(cache).__name__}: {cache}" if isinstance(cache, Exception) else "not a JSON object of cells"
+        raise InvalidInputError(
+            f"the hyper-parameter cache {path} is damaged ({why}); move it away (or delete it) to select the "
+            "hyper-parameters again"
+        )
+    return cache
+
+
+def write_hparams(path: Path, cache: Mapping[str, Any]) -> None:
+    """Write the cache atomically (synced temporary + ``os.replace``): a crash leaves the old file or the new one."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(cache, indent=2, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -363,7 +391,9 @@ def run_jobs(jobs: Sequence[Job], out: Path, executor: Executor | None, progress
     todo = [j for j in jobs if j.key not in done]
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress or not todo)
+    from zoframe._output import progress_wanted
+
+    bar = tqdm(total=len(todo), desc="runs", unit="run", disable=not progress_wanted(progress) or not todo)
     with path.open("a", encoding="utf-8") as fh:
         def write(row: dict[str, Any]) -> None:
             fh.write(json.dumps(row) + "\n")
@@ -534,7 +564,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iters", type=int, default=None, help="iterations of ADSZOG / DSZOG per run (5000; --quick: 300)")
     parser.add_argument("--baseline-iters", type=int, default=None,
                         help="iteration cap of the projection / Frank-Wolfe baselines (2000; --quick: 40)")
-    parser.add_argument("--quick", action="store_true", help="2 seeds, short runs, small grids: a few minutes on fairness")
+    parser.add_argument("--quick", action="store_true",
+                        help="2 seeds, short runs, small grids (measured on 2 busy cores: fairness 2 min, pairwise 32 min)")
     parser.add_argument("--tune", choices=("paper", "quick", "none"), default=None,
                         help="hyper-parameter grids on the validation split (paper; --quick: quick)")
     parser.add_argument("--select-feasible", type=float, default=None, metavar="TOL",
@@ -598,6 +629,22 @@ def _executor(jobs: int) -> Iterator[Executor | None]:
         yield pool
 
 
+#: wall-clock and CPU time of ``--quick`` tables, measured on a 2-core machine shared with other jobs
+#: (stated before the run starts; see docs/reproduce-dszog.md)
+MEASURED_QUICK = {
+    "fairness": "1 min 57 s wall-clock, 49 s of CPU, on 2 busy cores",
+    "pairwise": "32 min wall-clock, 6 min 13 s of CPU, on 2 cores at load 11-14; the tuning runs took 22 min of it",
+}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 #: the files ``run`` writes into the table's directory
 WRITTEN = ("config.json", "hparams.json", "runs.jsonl", "runs.csv", "summary.csv", "summary.json", "figure.png")
 
@@ -610,11 +657,49 @@ def output_dir(out: str | None) -> Path:
     return Path(out) if out is not None else default_output_dir() / "dszog-reproduction"
 
 
+def planned_work(args: argparse.Namespace, out: Path) -> tuple[int, int, float]:
+    """``(tuning runs, table runs, upper estimate in seconds)`` of a normalised invocation.
+
+    Tuning runs are the grid points of every cell whose selection is not cached in ``hparams.json``
+    yet (every combination of the grid, one repeat each); table runs are every (cell, seed). Each run
+    stops at its iteration budget or at ``--time-cap`` seconds of solver time, whichever comes
+    first, so the estimate is ``(tuning runs + table runs) * time cap / jobs`` of solver time (runs
+    that reach their iteration budget first take less). Building each run's problem (reading and
+    subsampling the data) and its final full passes over the constraints come on top: on a loaded
+    machine they can double the wall-clock time (see ``MEASURED_QUICK``).
+    """
+    path = out / "hparams.json"
+    cache: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    tuning = 0
+    if args.tune != "none":
+        grids = PAPER_GRIDS if args.tune == "paper" else QUICK_GRIDS
+        for family, ds, solver in _cells(args):
+            entry = cache.get(f"{family}|{ds}|{solver}", {})
+            if entry.get("_tune") == args.tune and entry.get("_select_feasible") == args.select_feasible:
+                continue
+            tuning += math.prod(len(v) for v in grids[solver].values())
+    runs = len(plan(args, {}))
+    return tuning, runs, (tuning + runs) * float(args.time_cap) / max(1, int(args.jobs))
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``zoframe reproduce dszog``."""
     ns = _normalise(args)
     out = output_dir(ns.out) / (ns.table if ns.c_rel is None else f"{ns.table}-crel{ns.c_rel:g}")
     out.mkdir(parents=True, exist_ok=True)
+    tuning, runs, seconds = planned_work(ns, out)
+    as_measured = args.quick and all(
+        getattr(args, k, None) is None
+        for k in ("seeds", "time_cap", "iters", "baseline_iters", "tune", "datasets", "methods", "studies", "n_samples", "c_rel")
+    ) and int(ns.jobs) == 1
+    measured = MEASURED_QUICK.get(ns.table) if as_measured else None
+    print(
+        f"{tuning} tuning run(s) and {runs} table run(s), each stopped at its iteration budget or after "
+        f"{ns.time_cap:g} s of solver time: up to about {_duration(seconds)} of solver time with --jobs {ns.jobs}, "
+        "plus building each run's problem and its final checks"
+        + (f" (measured for this command: {measured})" if measured else ""),
+        flush=True,
+    )
     (out / "config.json").write_text(json.dumps({k: v for k, v in vars(ns).items() if not k.startswith("_") and not callable(v)}, indent=2, default=str))
     t0 = time.perf_counter()
     with _executor(ns.jobs) as pool:
@@ -631,5 +716,9 @@ def run(args: argparse.Namespace) -> int:
     for name in WRITTEN:
         print(f"  {out / name}")
     if os.environ.get("ZOFRAME_DATA") is None and ns.table == "pairwise":
-        print("(LIBSVM files are looked up in ZOFRAME_DATA or the user cache; `zoframe data fetch NAME` downloads them)", file=sys.stderr)
+        from zoframe._output import logger
+
+        logger("reproduce").info(
+            "LIBSVM files are looked up in ZOFRAME_DATA or the user cache; `zoframe data fetch NAME` downloads them"
+        )
     return 0 if failed == 0 else 1

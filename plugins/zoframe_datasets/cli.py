@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from zoframe._output import logger
 from zoframe.errors import DataNotFoundError, UnknownNameError
 from zoframe_datasets.catalog import DATASETS, DatasetInfo
 from zoframe_datasets.fetch import ENV_URL_BASE, fetch, resolve_url
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fetch",
         help="download datasets from their official address into the data directory",
         description=(
-            "Download, decompress/convert, verify the SHA256 and atomically move into place. The "
+            "Download (pooch, extra 'data'), decompress/convert, verify the SHA256 and atomically move into place. The "
             f"address is --url, else ${ENV_URL_BASE}/<remote file>, else the official one."
         ),
     )
@@ -40,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p_fetch.add_argument("--no-verify", action="store_true", help="do not check the SHA256 (it is printed)")
     p_fetch.add_argument("--force", action="store_true", help="replace an existing file")
     p_fetch.add_argument("--timeout", type=float, default=60.0, help="network timeout in seconds (60)")
+    p_fetch.add_argument("--retries", type=int, default=2, help="further attempts after a network failure (2)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,12 +110,12 @@ def _fetch(args: argparse.Namespace) -> int:
         _known(name)  # every name is checked before anything is downloaded
     for name in names:
         info = DATASETS[name]
-        print(f"{name}: fetching from {resolve_url(info, args.url)} ...", flush=True)
+        logger("data").info("%s: fetching from %s ...", name, resolve_url(info, args.url))
         res = fetch(
             name, url=args.url, sha256=args.sha256, dest=args.dir, force=args.force,
-            verify=not args.no_verify, timeout=args.timeout,
+            verify=not args.no_verify, timeout=args.timeout, retries=getattr(args, "retries", 2),
         )
-        what = "downloaded to" if res.downloaded else "already present at"
+        what = f"downloaded from {res.url} to" if res.downloaded else "already present at"
         check = "checksum verified" if res.verified else "checksum NOT verified"
         print(f"{name}: {what} {res.path} (sha256 {res.sha256}, {check})")
     return 0

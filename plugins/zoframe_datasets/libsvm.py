@@ -140,7 +140,7 @@ def _parse_fast(path: str, n_features: int | None) -> tuple[sp.csr_matrix, Float
 
     try:
         Xs, ys = load_svmlight_file(path, n_features=n_features, dtype=np.float64, zero_based=False)
-    except (ValueError, UnicodeDecodeError, OSError, EOFError) as exc:
+    except (ValueError, UnicodeDecodeError, OSError, EOFError, OverflowError) as exc:
         parse_careful(path, n_features)  # raises DataFormatError with the line number
         raise DataFormatError(
             f"{path}: the LIBSVM parser rejected the file ({exc}) but the line-by-line check found no "
@@ -166,6 +166,10 @@ def _open_binary(path: str) -> BinaryIO:
     if suffix == ".xz":
         return cast(BinaryIO, lzma.open(path, "rb"))
     return open(path, "rb")
+
+
+#: the largest feature index a sparse matrix with 32-bit column indices holds
+_MAX_INDEX = int(np.iinfo(np.int32).max)
 
 
 def parse_careful(path: PathLike, n_features: int | None = None) -> tuple[sp.csr_matrix, FloatArray]:
@@ -221,6 +225,8 @@ def parse_careful(path: PathLike, n_features: int | None = None) -> tuple[sp.csr
                     raise fail(lineno, f"the feature index {idx_s!r} in {tok!r} is not an integer") from None
                 if idx < 1:
                     raise fail(lineno, f"the feature index {idx} is below 1 (LIBSVM indices start at 1)")
+                if idx > _MAX_INDEX:
+                    raise fail(lineno, f"the feature index {idx_s} in {tok!r} is too large (at most {_MAX_INDEX})")
                 if idx <= prev:
                     raise fail(lineno, f"the feature index {idx} follows {prev}: indices must be strictly ascending")
                 if n_features is not None and idx > n_features:

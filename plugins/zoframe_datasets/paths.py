@@ -1,8 +1,9 @@
 """Where zoframe looks for data files.
 
 Resolution order: an explicit directory argument, else the ``ZOFRAME_DATA`` environment variable,
-else the user cache directory ``$XDG_CACHE_HOME/zoframe/data`` (``~/.cache/zoframe/data`` when
-``XDG_CACHE_HOME`` is unset). An explicit directory is the only place looked; without one, a file
+else the user cache directory (:func:`cache_dir`: the platform's user cache directory from
+:mod:`platformdirs` plus ``zoframe/data``; on Linux ``$XDG_CACHE_HOME/zoframe/data``, or
+``~/.cache/zoframe/data`` when ``XDG_CACHE_HOME`` is unset). An explicit directory is the only place looked; without one, a file
 missing from ``ZOFRAME_DATA`` is still found in the cache directory (where ``zoframe data fetch``
 puts files when ``ZOFRAME_DATA`` is unset).
 """
@@ -22,10 +23,20 @@ PathLike = str | os.PathLike[str]
 
 
 def cache_dir() -> Path:
-    """The user cache data directory: ``$XDG_CACHE_HOME/zoframe/data`` or ``~/.cache/zoframe/data``."""
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "zoframe" / "data"
+    """The user cache data directory ``<user cache>/zoframe/data``.
+
+    The user cache directory is the platform's, as :mod:`platformdirs` knows it (extra ``data``):
+    ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
+    ``%LOCALAPPDATA%\\zoframe\\Cache`` on Windows. Without platformdirs the Linux rule is used on
+    every platform.
+    """
+    try:
+        import platformdirs
+    except ImportError:  # the core install: the XDG rule
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+        return base / "zoframe" / "data"
+    return Path(platformdirs.user_cache_dir("zoframe", appauthor=False)) / "data"
 
 
 def search_dirs(data_dir: PathLike | None = None) -> list[tuple[Path, str]]:

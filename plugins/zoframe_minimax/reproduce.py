@@ -31,7 +31,6 @@ import json
 import math
 import os
 from pathlib import Path
-import sys
 from typing import Any
 
 import numpy as np
@@ -76,7 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, help="parallel worker processes (1)")
     parser.add_argument("--record-every", type=int, default=None, help="trace spacing (default iters/100)")
     parser.add_argument("--quick", action="store_true", help="a tiny configuration: 2 seeds, 10 iterations")
-    parser.add_argument("--out", default="minimax-figure1", help="output directory (default ./minimax-figure1)")
+    parser.add_argument(
+        "--out", default=None,
+        help="output directory (default: zoframe-out/minimax-figure1, under $ZOFRAME_OUT when it is set)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
@@ -242,9 +244,18 @@ def plot(out: Path, curves: Mapping[str, Any], eps: float) -> list[Path]:
     return written
 
 
+def _out_dir(args: argparse.Namespace) -> Path:
+    """``--out`` as given, else ``minimax-figure1`` under zoframe's output directory."""
+    from zoframe._paths import output_path
+
+    if args.out is None:
+        return output_path("minimax-figure1/summary.json").parent
+    return Path(args.out)
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    out = Path(args.out)
+    out = _out_dir(args)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     for dataset in cfg["datasets"]:
         _problem(dataset, cfg["data_seed"])  # fail early on a missing dataset
@@ -257,10 +268,12 @@ def run(args: argparse.Namespace) -> int:
                 if not _done(path, key):
                     tasks.append((dataset, solver, seed, cfg, str(path)))
     total = len(cfg["datasets"]) * len(cfg["solvers"]) * cfg["seeds"]
-    print(f"minimax Figure 1: {total} runs, {total - len(tasks)} already done in {out}/runs", file=sys.stderr)
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(tasks), unit="run", desc="minimax", disable=args.no_progress or not tasks)
+    from zoframe._output import logger, progress_wanted
+
+    logger("reproduce").info("minimax Figure 1: %d runs, %d already done in %s/runs", total, total - len(tasks), out)
+    bar = tqdm(total=len(tasks), unit="run", desc="minimax", disable=not progress_wanted(not args.no_progress) or not tasks)
     if cfg_jobs(args) > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(max_workers=cfg_jobs(args)) as pool:
             for _ in pool.map(_one_run, tasks):

@@ -25,6 +25,13 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
                    "by linear interpolation, 1994; scipy.optimize (PRIMA)", both),
         SolverSpec("cobyqa", _S + "COBYQA", "peer: scipy's COBYQA (quadratic models, SQP trust region)",
                    "Ragonneau & Zhang, COBYQA, 2023; scipy.optimize", both),
+        SolverSpec("slsqp-fd", _S + "SLSQPFD", "peer: scipy's SLSQP on forward-difference gradients of f and all "
+                   "constraints (one batch of d points per gradient)",
+                   "Kraft, A software package for sequential quadratic programming, DFVLR 1988; scipy.optimize", both),
+        SolverSpec("trust-constr-fd", _S + "TrustConstrFD", "peer: scipy's trust-constr on forward-difference "
+                   "gradients of f and all constraints",
+                   "Byrd, Hribar & Nocedal, An interior point algorithm for large-scale nonlinear programming, SIAM J. "
+                   "Optim. 1999; Lalee, Nocedal & Plantenga 1998; scipy.optimize", both),
         SolverSpec("nelder-mead", _S + "NelderMead", "peer: scipy's Nelder-Mead simplex (unconstrained, bounds)",
                    "Nelder & Mead, A simplex method for function minimization, Comput. J. 1965; scipy.optimize",
                    fsum),

@@ -26,6 +26,12 @@ handoffs, and the steps show the same states as the threaded run (see :class:`_S
 The state's ``x`` is always the peer's best point so far (feasible points first: violation at most
 ``feas_tol``, then the lowest ``f``), so the ``Result`` reports the best point found even when the
 budget ends in the middle of the peer's run.
+
+``slsqp-fd`` and ``trust-constr-fd`` run scipy's gradient methods on forward differences: the ``d``
+points of one difference gradient are one batch (one objective call, one constraint call), counted
+as ``d`` peer points. Every peer starts from ``x0`` projected onto the bounds, holds its ``maxfev``
+exactly, and ends with an honest status: budget stops are ``BUDGET`` whatever the library calls
+them, and a library's "converged" is vetted (:func:`_vet`) before it stands as ``CONVERGED``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import copy
 from dataclasses import dataclass, field
 import functools
 import math
+import queue
 import threading
 from typing import Any, ClassVar, Self
 import warnings
@@ -45,7 +52,13 @@ import weakref
 import numpy as np
 
 from zoframe._optional import require
-from zoframe.errors import BudgetExhausted, IncompatibleProblemError, InvalidParameterError, ZoframeError
+from zoframe.errors import (
+    BudgetExhausted,
+    IncompatibleProblemError,
+    InvalidParameterError,
+    NonFiniteValueError,
+    ZoframeError,
+)
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array
 from zoframe.result import Status
@@ -57,19 +70,23 @@ __all__ = [
     "CMAES",
     "COBYLA",
     "COBYQA",
+    "SLSQPFD",
     "NGCobyla",
     "NGOpt",
     "NelderMead",
     "PeerState",
     "Powell",
+    "TrustConstrFD",
     "evaluate_points",
     "point_cost",
 ]
 
 _PURPOSE = "peer"
-#: a scipy peer's whole run: ``run(point, constraints)``, ``point(x) -> f`` (one evaluation per new
-#: ``x``), ``constraints() -> g``: the constraint values of the point ``point`` was last asked for
-_Run = Callable[[Callable[[Array], float], Callable[[], "Array | None"]], Any]
+#: a scipy peer's whole run: ``run(point, constraints, batch)``, ``point(x) -> f`` (one evaluation per
+#: new ``x``), ``constraints() -> g``: the constraint values of the point ``point`` was last asked for,
+#: ``batch(X) -> (F, G)``: ``f`` and the constraints at the rows of ``X`` (one oracle call each)
+_Batch = Callable[[Array], "tuple[Array, Array | None]"]
+_Run = Callable[[Callable[[Array], float], Callable[[], "Array | None"], _Batch], Any]
 _F64 = np.dtype(np.float64)
 #: default scipy chunk, in units of ``d + 1`` peer points per driver iteration
 _SCIPY_CHUNK = 10
@@ -191,6 +208,7 @@ class PeerState:
     done: bool = False
     message: str = ""
     status: int = int(Status.CONVERGED)
+    note: str = ""
 
 
 def _state(session: _Session) -> PeerState:
@@ -198,6 +216,7 @@ def _state(session: _Session) -> PeerState:
     out = PeerState(
         x=best.x, x0=session.x0, fun=best.fun, violation=best.violation, points=best.points, seed=session.seed,
         log=session.log(), done=session.done, message=session.message, status=int(session.status),
+        note=session.note,
     )
     object.__setattr__(out, "_session", session)  # not a field: checkpoints store the fields only
     return out
@@ -218,6 +237,10 @@ class _Session:
         self.done = False
         self.message = ""
         self.status = Status.CONVERGED
+        #: said at the end of the run (e.g. that ``x0`` was projected onto the bounds)
+        self.note = ""
+        #: the peer's own cap on points (its ``maxfev``), or None
+        self.cap: int | None = None
         self.m = m
         self._buf = np.empty((16, 1 + m))
         self._count = 0
@@ -232,6 +255,10 @@ class _Session:
     @property
     def replaying(self) -> bool:
         return self._pos < self._replay_len
+
+    def logged(self) -> int:
+        """Points evaluated (or replayed) so far in the whole run."""
+        return self._count + len(self._fs)
 
     def log(self) -> Array:
         if self._fs:
@@ -301,7 +328,14 @@ class _Session:
         return F, V, G
 
     def finish(self, message: str, status: Status) -> None:
+        """End the run; a ``CONVERGED`` claim of the peer is vetted first (:func:`_vet`)."""
+        message, status = _vet(self, message, status)
+        if self.note:
+            message = f"{message} ({self.note})"
         self.done, self.message, self.status = True, message, status
+
+    def capped(self) -> None:
+        self.finish(f"reached maxfev={self.cap} peer points (the peer's own cap)", Status.BUDGET)
 
     def budget(self, oracle: CountingOracle) -> None:
         cost = point_cost(oracle)
@@ -316,6 +350,75 @@ class _Session:
     def current(self) -> PeerState:
         """The state the driver sees after this step."""
         return _state(self)
+
+
+#: a peer's best point with a coordinate beyond this many times ``max(1, |x0|_inf)`` has diverged
+_X_GROWTH = 1e15
+#: ... and so has one whose objective value is beyond this in magnitude
+_F_LIMIT = 1e100
+
+
+class _PeerCapReached(Exception):
+    """The peer's own ``maxfev`` is used up (the run ends with status ``BUDGET``)."""
+
+
+class _PeerDiverged(Exception):
+    """The peer asked for a point with non-finite coordinates (the run ends with status ``DIVERGED``)."""
+
+
+def _check_point(X: Array, exc: BaseException) -> None:
+    """Raise :class:`_PeerDiverged` if ``X`` has a non-finite coordinate (the cause of ``exc``)."""
+    if not bool(np.isfinite(X).all()):
+        raise _PeerDiverged(
+            "the peer diverged: it asked for a point with non-finite coordinates (the objective may be "
+            "unbounded below; give bounds or constraints that keep it bounded)"
+        ) from exc
+
+
+def _vet(session: _Session, message: str, status: Status) -> tuple[str, Status]:
+    """The status a peer's run really ends with: its own "converged" is never taken on its word.
+
+    A best point that ran away (a coordinate beyond ``1e15 max(1, |x0|_inf)``, or ``|f|`` beyond
+    ``1e100``: the objective is likely unbounded below) makes any ending ``DIVERGED``, a budget stop
+    included. A ``CONVERGED`` claim also becomes ``DIVERGED`` when any point of the run had a
+    non-finite objective or constraint value (with ``nonfinite="inf"`` the peer saw ``+inf``: its
+    models and tests are void), and ``FAILED`` when the best point is infeasible (violation above
+    ``feas_tol``). Other statuses are kept.
+    """
+    if status in (Status.DIVERGED, Status.FAILED):
+        return message, status
+    best = session.best
+    size = float(np.abs(best.x).max(initial=0.0))
+    limit = _X_GROWTH * max(1.0, float(np.abs(session.x0).max(initial=0.0)))
+    if best.points and not (size <= limit and abs(best.fun) <= _F_LIMIT):
+        return (f"{message}; but the best point ran away (|x|_inf = {size:.3g}, f = {best.fun:.3g}): the objective "
+                "may be unbounded below; give bounds or constraints that keep it bounded", Status.DIVERGED)
+    if status is not Status.CONVERGED:
+        return message, status
+    log = session.log()
+    finite = np.isfinite(log)
+    if not bool(finite.all()):
+        bad = int((~finite).any(axis=1).sum())
+        return (f"{message}; but {bad} of {log.shape[0]} points had non-finite values: the peer's own test "
+                "is no certificate", Status.DIVERGED)
+    if best.violation > best.tol:
+        return (f"{message}; but the best point is infeasible (max violation {best.violation:.3g} > "
+                f"feas_tol={best.tol:g})", Status.FAILED)
+    return message, status
+
+
+def _start(oracle: CountingOracle, x0: Array) -> tuple[Array, str]:
+    """``x0`` projected onto the problem's bounds (every peer starts inside them), and a note if it moved."""
+    x = np.array(x0, dtype=np.float64, copy=True)
+    box = _box(oracle)
+    if box is None:
+        return x, ""
+    p = np.clip(x, box[0], box[1])
+    if np.array_equal(p, x):
+        return x, ""
+    moved = float(np.abs(p - x).max())
+    return p, (f"x0 was outside the bounds: the peer started from its projection onto them, {moved:.3g} away "
+               "in the largest coordinate")
 
 
 def _box(oracle: CountingOracle) -> tuple[Array, Array] | None:
@@ -381,9 +484,12 @@ class _PeerBase(SolverBase):
         return {"x": state.x}
 
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> PeerState:
-        best = _Best(x0, float(getattr(self, "feas_tol", 1e-6)))
+        start, note = _start(oracle, x0)  # every peer starts inside the bounds, alike
+        best = _Best(start, float(getattr(self, "feas_tol", 1e-6)))
         seed = int(rng.integers(2**31 - 1))  # the peer's own randomness, derived from the run's Generator
-        return _state(self._session(oracle, np.array(x0, dtype=np.float64, copy=True), seed, best, None))
+        session = self._session(oracle, start, seed, best, None)
+        session.note = note
+        return _state(session)
 
     def step(self, oracle: CountingOracle, state: PeerState, rng: np.random.Generator) -> PeerState:
         session: _Session | None = getattr(state, "_session", None)
@@ -391,6 +497,7 @@ class _PeerBase(SolverBase):
             best = _Best.restore(state, float(getattr(self, "feas_tol", 1e-6)))
             session = self._session(oracle, np.array(state.x0, dtype=np.float64), int(state.seed), best,
                                     np.array(state.log, dtype=np.float64))
+            session.note = str(getattr(state, "note", ""))
         if not session.done:
             session.advance(oracle)
         return session.current()
@@ -419,9 +526,11 @@ class _ThreadBridge:
         evaluate: Callable[[Array], float],
         free: Callable[[], bool],
         constraints: Callable[[], Array | None],
+        batch: _Batch,
     ) -> None:
         self._target = target
         self._evaluate = evaluate
+        self._evaluate_batch = batch
         self._constraints = constraints
         self._free = free  # replayed points (after a resume) do not count towards a chunk
         self._replaying = True
@@ -439,7 +548,7 @@ class _ThreadBridge:
         try:
             if self._cancel:
                 raise _Cancelled
-            self.outcome = self._target(self._fun, self._constraints)
+            self.outcome = self._target(self._fun, self._constraints, self._batch)
         except BaseException as exc:  # handed to the driver's thread by run()
             self.error = exc
         finally:
@@ -458,6 +567,20 @@ class _ThreadBridge:
                 raise _Cancelled
         self._quota -= 1
         return self._evaluate(x)
+
+    def _batch(self, X: Array) -> tuple[Array, Array | None]:
+        """The rows of ``X`` in one call: counted as ``len(X)`` calls of :meth:`_fun` (one pause before)."""
+        if self._replaying:
+            if self._free():
+                return self._evaluate_batch(X)
+            self._replaying = False
+        if self._quota <= 0:
+            self._back.release()
+            self._go.acquire()
+            if self._cancel:
+                raise _Cancelled
+        self._quota -= X.shape[0]
+        return self._evaluate_batch(X)
 
     def run(self, chunk: int) -> None:
         """Let the peer make up to ``chunk`` more calls (or finish); re-raise its errors here."""
@@ -495,8 +618,12 @@ class _ScipySession(_Session):
         chunk: int,
         run_peer: _Run,
         in_driver_thread: bool = False,
+        method: str = "",
+        cap: int | None = None,
     ) -> None:
         super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
+        self.method = method
+        self.cap = cap
         self.oracle = oracle
         self._full: Callable[..., tuple[float, Array | None]] | None = getattr(oracle, "evaluate_full", None)
         self.chunk = chunk
@@ -521,7 +648,7 @@ class _ScipySession(_Session):
             ref = weakref.ref(self)
             self.bridge = _ThreadBridge(
                 run_peer, functools.partial(_weak_point, ref), functools.partial(_weak_replaying, ref),
-                functools.partial(_weak_constraints, ref),
+                functools.partial(_weak_constraints, ref), functools.partial(_weak_batch, ref),
             )
             weakref.finalize(self, self.bridge.cancel)
 
@@ -559,11 +686,18 @@ class _ScipySession(_Session):
             if self._here and self._pos == self._replay_len:
                 self._counting = True  # the replayed points are used up: from the next call on
         else:
+            cap = self.cap
+            if cap is not None and self._count + len(self._fs) >= cap:
+                raise _PeerCapReached(cap)
             full = self._full
-            if full is None:
-                f, g = _evaluate_one(self.oracle, xp)
-            else:
-                f, g = full(xp, purpose=_PURPOSE)  # f is a float: evaluate_full's contract
+            try:
+                if full is None:
+                    f, g = _evaluate_one(self.oracle, xp)
+                else:
+                    f, g = full(xp, purpose=_PURPOSE)  # f is a float: evaluate_full's contract
+            except NonFiniteValueError as exc:
+                _check_point(xp, exc)
+                raise
             self.best.observe_one(xp, f, 0.0 if g is None else max(float(g.max()), 0.0))
             self._append_one(f, g)
         self._last = (key, f, g)
@@ -572,6 +706,57 @@ class _ScipySession(_Session):
 
     def _constraints(self) -> Array | None:
         return self._g
+
+    def _batch(self, X: Array) -> tuple[Array, Array | None]:
+        """``f`` ``(k,)`` and the constraints ``(k, m)`` (or None) at the rows of ``X``, in one oracle call each.
+
+        The batch path of :meth:`_point` (replayed rows first, the rows clipped into the bounds, the
+        best point, the log; counted as ``k`` calls). When only part of the batch fits in the budget
+        (or the peer's ``maxfev``), the rows that fit are evaluated and the run ends: nothing past the
+        budget is evaluated and at most ``n + m - 1`` evaluations are left unused.
+        """
+        k = X.shape[0]
+        if self._counting:
+            quota = self._quota
+            if quota <= 0:
+                self._ahead.append(_state(self))  # where the threaded run would pause for the driver
+                quota = self.chunk
+            self._quota = quota - k
+        bounds = self._bounds
+        if bounds is not None:
+            X = np.clip(X, bounds[0], bounds[1])
+        r = min(k, self._replay_len - self._pos)
+        Fs: list[Array] = []
+        Gs: list[Array] = []
+        if r > 0:  # replaying after a resume
+            rows = self._replay[self._pos:self._pos + r]
+            self._pos += r
+            Fs.append(rows[:, 0].copy())
+            Gs.append(rows[:, 1:].copy())
+            if self._here and self._pos == self._replay_len:
+                self._counting = True
+        if r < k:
+            rest = X[r:]
+            want = rest.shape[0]
+            cap = self.cap
+            fit = want if cap is None else min(want, max(0, cap - self.logged()))
+            fit = affordable(self.oracle, fit)
+            if fit:
+                try:
+                    F, V, G = evaluate_points(self.oracle, rest[:fit])
+                except NonFiniteValueError as exc:
+                    _check_point(rest[:fit], exc)
+                    raise
+                self.best.observe(rest[:fit], F, V)
+                self._append(F[:, None] if G is None else np.column_stack([F, G]))
+                Fs.append(F)
+                Gs.append(np.zeros((fit, 0)) if G is None else G)
+            if fit < want:
+                if cap is not None and self.logged() >= cap:
+                    raise _PeerCapReached(cap)
+                raise BudgetExhausted(want * point_cost(self.oracle), self.oracle.calls, int(self.oracle.max_calls or 0))
+        F_all = np.concatenate(Fs)
+        return F_all, (np.concatenate(Gs) if self.m else None)
 
     def advance(self, oracle: CountingOracle) -> None:
         self.oracle = oracle
@@ -602,7 +787,7 @@ class _ScipySession(_Session):
         self._ran, self._quota, self._here = True, self.chunk, True
         self._counting = self._pos >= self._replay_len
         try:
-            self._outcome = self._run_peer(self._point, self._constraints)
+            self._outcome = self._run_peer(self._point, self._constraints, self._batch)
         except KeyboardInterrupt:
             raise  # the threaded run's driver sees it at once too
         except BaseException as exc:  # raised by the step where the threaded run raises it
@@ -614,13 +799,15 @@ class _ScipySession(_Session):
         """The end of the scipy run: its status and message, or its error raised."""
         if isinstance(error, BudgetExhausted):
             self.budget(oracle)
+        elif isinstance(error, _PeerCapReached):
+            self.capped()
+        elif isinstance(error, _PeerDiverged):
+            self.finish(str(error), Status.DIVERGED)
         elif error is not None:
             self.finish(f"the peer failed: {error}", Status.FAILED)
             raise error
         else:
-            ok = bool(getattr(outcome, "success", False))
-            # a peer that stops without its success flag ran out of its own iteration limits
-            self.finish(f"scipy: {getattr(outcome, 'message', '')}", Status.CONVERGED if ok else Status.BUDGET)
+            self.finish(*_scipy_status(self.method, outcome))
 
 
 def _weak_point(ref: weakref.ref[_ScipySession], x: Array) -> float:
@@ -637,6 +824,41 @@ def _weak_constraints(ref: weakref.ref[_ScipySession]) -> Array | None:
     return session._g
 
 
+def _weak_batch(ref: weakref.ref[_ScipySession], X: Array) -> tuple[Array, Array | None]:
+    session = ref()
+    if session is None:
+        raise _Cancelled
+    return session._batch(X)
+
+
+#: scipy's ``status`` codes of each method that are not a success: budget stops (the method's own
+#: ``maxfev`` / ``maxiter``) and non-finite values; any other code without ``success`` is ``FAILED``
+_SCIPY_CODES: dict[str, dict[int, Status]] = {
+    "Nelder-Mead": {1: Status.BUDGET, 2: Status.BUDGET, 3: Status.DIVERGED},
+    "Powell": {1: Status.BUDGET, 2: Status.BUDGET, 3: Status.DIVERGED},
+    # PRIMA: MAXFUN_REACHED, MAXTR_REACHED; NAN_INF_X, NAN_INF_F, NAN_INF_MODEL
+    "COBYLA": {3: Status.BUDGET, 20: Status.BUDGET, -1: Status.DIVERGED, -2: Status.DIVERGED, -3: Status.DIVERGED},
+    "COBYQA": {5: Status.BUDGET, 6: Status.BUDGET},  # MAX_EVAL_WARNING, MAX_ITER_WARNING
+    "SLSQP": {9: Status.BUDGET},  # iteration limit
+    "trust-constr": {0: Status.BUDGET},  # maxiter
+}
+
+
+def _scipy_status(method: str, outcome: Any) -> tuple[str, Status]:
+    """The message and status of a finished scipy run (a ``CONVERGED`` claim is vetted by ``finish``)."""
+    message = f"scipy: {getattr(outcome, 'message', '')}"
+    if bool(getattr(outcome, "success", False)):
+        return message, Status.CONVERGED
+    code = getattr(outcome, "status", None)
+    try:
+        status = _SCIPY_CODES.get(method, {}).get(int(code), Status.FAILED)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        status = Status.FAILED
+    if status is Status.FAILED:
+        message = f"{message} (status {code}: the peer stopped without success)"
+    return message, status
+
+
 def _weak_replaying(ref: weakref.ref[_ScipySession]) -> bool:
     session = ref()
     return session is not None and session.replaying
@@ -645,10 +867,10 @@ def _weak_replaying(ref: weakref.ref[_ScipySession]) -> bool:
 def _scipy_minimize(
     method: str, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
 ) -> _Run:
-    """The peer's whole run as ``target(point, constraints)`` (see :data:`_Run`)."""
+    """The peer's whole run as ``target(point, constraints, batch)`` (see :data:`_Run`)."""
     from scipy import optimize
 
-    def target(point: Callable[[Array], float], last: Callable[[], Array | None]) -> Any:
+    def target(point: Callable[[Array], float], last: Callable[[], Array | None], batch: _Batch) -> Any:
         def g(x: Array) -> Any:
             point(x)  # evaluates x unless it is the point asked last (COBYLA asks f, then g, at each point)
             return last()
@@ -692,6 +914,18 @@ class _ScipyPeer(_PeerBase):
     def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
         raise NotImplementedError  # pragma: no cover
 
+    def _target(
+        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
+    ) -> _Run:
+        return _scipy_minimize(self.method, x0, bounds, constrained, options)
+
+    def validate(self, oracle: CountingOracle) -> None:
+        super().validate(oracle)
+        # scipy.optimize loads scipy's own BLAS (its linear algebra, e.g. SLSQP's QP, runs on it): loaded
+        # before the run starts, the run's BLAS thread limit covers it, and the first run in a process
+        # computes what the later ones do (with more BLAS threads, rounding differs)
+        import scipy.optimize  # noqa: F401
+
     def _session(
         self, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
     ) -> _Session:
@@ -699,13 +933,13 @@ class _ScipyPeer(_PeerBase):
         # let the oracle's exact budget bind (status BUDGET) unless the user capped the peer itself
         maxpoints = maxfev if maxfev is not None else _points_budget(oracle, None, 0, replay, slack=2)
         opts = self._options(oracle, maxpoints)
-        run = _scipy_minimize(self.method, x0, _box(oracle), oracle.kind == "constrained", opts)
+        run = self._target(x0, _box(oracle), oracle.kind == "constrained", opts)
         pps = getattr(self, "points_per_step", None)
         # one driver iteration per 10 (d + 1) points by default: each handoff between the peer's
         # thread and the driver costs tens of microseconds, and an iteration boundary is needed
         # only for the trace, callbacks, checkpoints, max_iter and max_time
         chunk = int(pps) if pps is not None else _SCIPY_CHUNK * (oracle.dim + 1)
-        return _ScipySession(oracle, x0, seed, best, replay, chunk, run, self.in_driver_thread)
+        return _ScipySession(oracle, x0, seed, best, replay, chunk, run, self.in_driver_thread, self.method, maxfev)
 
 
 @dataclass(frozen=True)
@@ -814,6 +1048,187 @@ class Powell(_ScipyPeer):
         return out
 
 
+# --------------------------------------------------------------------------- scipy with difference gradients
+#: scipy's relative step for ``jac="2-point"``: the square root of the machine epsilon
+_REL_STEP = math.sqrt(float(np.finfo(np.float64).eps))
+
+
+def _forward_steps(x: Array, rel_step: float, bounds: tuple[Array, Array] | None) -> Array:
+    """The points ``x + h_i e_i`` ``(d, d)`` of a forward-difference gradient, scipy's ``"2-point"`` rule.
+
+    ``h_i = rel_step * sign(x_i) * max(1, |x_i|)`` (``sign(0) = 1``); a step that would leave the
+    bounds is taken backwards instead (as scipy's ``approx_derivative`` does with bounds).
+    """
+    d = x.shape[0]
+    h = rel_step * np.where(x >= 0, 1.0, -1.0) * np.maximum(1.0, np.abs(x))
+    if bounds is not None:
+        out = (x + h > bounds[1]) | (x + h < bounds[0])
+        h = np.where(out, -h, h)
+    X = np.repeat(x[None, :], d, axis=0)
+    X[np.arange(d), np.arange(d)] += h
+    return X
+
+
+def _fd_minimize(
+    method: str,
+    x0: Array,
+    bounds: tuple[Array, Array] | None,
+    constrained: bool,
+    options: dict[str, Any],
+    rel_step: float,
+) -> _Run:
+    """A scipy gradient method's whole run with forward-difference gradients of ``f`` and of all ``m``
+    constraints: at each point scipy asks a gradient for, the ``d`` points ``x + h_i e_i`` are one
+    batch (one objective call over all ``n`` components, one call of all ``m`` constraints), and the
+    gradient and the ``m x d`` Jacobian are the differences to the values at ``x``.
+    """
+    from scipy import optimize
+
+    def target(point: Callable[[Array], float], last: Callable[[], Array | None], batch: _Batch) -> Any:
+        memo: dict[bytes, tuple[Array, Array | None]] = {}
+
+        def derivatives(x: Array) -> tuple[Array, Array | None]:
+            x = np.asarray(x, dtype=np.float64)
+            key = x.tobytes()
+            hit = memo.get(key)
+            if hit is not None:
+                return hit
+            xc = x if bounds is None else np.clip(x, bounds[0], bounds[1])
+            f0 = point(x)  # served from the last point when scipy has just asked for f(x)
+            g0 = last()
+            X = _forward_steps(xc, rel_step, bounds)
+            F, G = batch(X)
+            dx = np.diagonal(X - xc).copy()  # the steps actually taken (rounding, clipping)
+            fixed = dx == 0.0  # a variable fixed by its bounds: no step, derivative 0
+            safe = np.where(fixed, 1.0, dx)
+            grad = np.where(fixed, 0.0, (F - f0) / safe)
+            jac = None
+            if G is not None and g0 is not None:
+                # G (d, m) is the batch's own array: the differences in place, no (d, m) temporaries
+                G -= g0[None, :]
+                G /= safe[:, None]
+                G[fixed] = 0.0
+                jac = G.T  # (m, d)
+            memo.clear()
+            memo[key] = (grad, jac)
+            return grad, jac
+
+        def g(x: Array) -> Any:
+            point(x)
+            return last()
+
+        kwargs: dict[str, Any] = {"method": method, "options": options, "jac": lambda x: derivatives(x)[0]}
+        extra: dict[str, Any] = {}
+        if method == "trust-constr":
+            kwargs["hess"] = _quiet_bfgs()
+            extra["hess"] = _quiet_bfgs()
+        if bounds is not None:
+            kwargs["bounds"] = optimize.Bounds(bounds[0], bounds[1])
+        if constrained:
+            kwargs["constraints"] = [
+                optimize.NonlinearConstraint(g, -np.inf, 0.0, jac=lambda x: derivatives(x)[1], **extra)
+            ]
+        with np.errstate(all="ignore"):
+            return optimize.minimize(point, x0, **kwargs)
+
+    return target
+
+
+def _quiet_bfgs() -> Any:
+    """scipy's BFGS Hessian approximation without its warning for a zero gradient change.
+
+    scipy skips that update and warns that the function may be linear; here it is skipped without
+    the warning (a linear constraint or objective is normal: its difference gradient does not change).
+    """
+    from scipy import optimize
+
+    class QuietBFGS(optimize.BFGS):  # type: ignore[misc]
+        def update(self, delta_x: Array, delta_grad: Array) -> None:
+            if np.all(delta_grad == 0.0):
+                return  # scipy's own BFGS skips this update too
+            super().update(delta_x, delta_grad)
+
+    return QuietBFGS()
+
+
+@dataclass(frozen=True)
+class _FDPeer(_ScipyPeer):
+    """A scipy gradient method on forward differences (the problem stays a black box).
+
+    A gradient costs ``d`` peer points (``d (n + m)`` evaluations), evaluated as one batch; a
+    point already evaluated (scipy asks ``f`` and ``g`` at the same ``x``) is not evaluated again.
+    """
+
+    rel_step: float = param(_REL_STEP, doc="relative difference step (scipy's '2-point': sqrt(eps))")
+
+    def _check_fd(self) -> None:
+        check_positive("rel_step", self.rel_step)
+        if self.rel_step >= 1.0:
+            raise InvalidParameterError(f"rel_step must be below 1, got {self.rel_step}")
+
+    def _target(
+        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
+    ) -> _Run:
+        return _fd_minimize(self.method, x0, bounds, constrained, options, self.rel_step)
+
+
+@dataclass(frozen=True)
+class SLSQPFD(_FDPeer):
+    """scipy's SLSQP (Kraft 1988: sequential least squares QP) with forward-difference gradients.
+
+    The objective (all ``n`` components) and the constraint vector (all ``m`` constraints) are black
+    boxes; their gradient and Jacobian are forward differences (scipy's ``jac="2-point"`` rule), the
+    ``d`` difference points of one gradient evaluated as one batch through the counting oracle. Per
+    iteration: ``d + 1`` peer points (plus the line search), a dense ``m x d`` Jacobian in memory.
+    """
+
+    method: ClassVar[str] = "SLSQP"
+    peer_name: ClassVar[str] = "slsqp-fd"
+    ftol: float = param(1e-6, doc="SLSQP's precision goal for f in its stopping test (scipy's default)")
+    maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: 10 (dim + 1))")
+    feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
+
+    def __post_init__(self) -> None:
+        check_positive("ftol", self.ftol)
+        self._check_fd()
+        self._check()
+
+    def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
+        # an iteration costs at least one point: maxpoints iterations never bind before the points do
+        return {"ftol": self.ftol, "maxiter": maxpoints if maxpoints else 100}
+
+
+@dataclass(frozen=True)
+class TrustConstrFD(_FDPeer):
+    """scipy's trust-constr (Byrd, Hribar & Nocedal 1999; Lalee, Nocedal & Plantenga 1998) with
+    forward-difference gradients and BFGS Hessian approximations.
+
+    Objective and constraints as for :class:`SLSQPFD`: one batch of ``d`` difference points per
+    gradient, counted through the oracle.
+    """
+
+    method: ClassVar[str] = "trust-constr"
+    peer_name: ClassVar[str] = "trust-constr-fd"
+    gtol: float = param(1e-8, doc="tolerance on the Lagrangian gradient's norm (and the violation)")
+    xtol: float = param(1e-8, doc="tolerance on the trust radius")
+    initial_tr_radius: float = param(1.0, symbol="Delta_0", doc="initial trust-region radius")
+    maxfev: int | None = param(None, doc="cap on peer points (None: max_calls binds)")
+    points_per_step: int | None = param(None, doc="peer points between driver iterations (None: 10 (dim + 1))")
+    feas_tol: float = param(1e-6, doc="violation under which a point counts as feasible for the best point")
+
+    def __post_init__(self) -> None:
+        check_positive("gtol", self.gtol)
+        check_positive("xtol", self.xtol)
+        check_positive("initial_tr_radius", self.initial_tr_radius)
+        self._check_fd()
+        self._check()
+
+    def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
+        return {"gtol": self.gtol, "xtol": self.xtol, "initial_tr_radius": self.initial_tr_radius,
+                "maxiter": maxpoints if maxpoints else 1000}
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """Silence two harmless notices of the peers' libraries (the peer thread is paused meanwhile):
@@ -849,6 +1264,7 @@ class _CMASession(_Session):
         box = _box(oracle)
         if box is not None:
             opts["bounds"] = [list(box[0]), list(box[1])]
+        self.cap = solver.maxfev
         self.es = cma.CMAEvolutionStrategy(list(x0), solver.sigma0, opts)
         self.al: Any = None
         self._row: list[Any] = [None, None]
@@ -866,15 +1282,23 @@ class _CMASession(_Session):
     def _generation(self, oracle: CountingOracle) -> None:
         es = self.es
         if es.stop():
-            self.finish(f"cma: {dict(es.stop())}", Status.CONVERGED)
+            self.finish(*_cma_status(dict(es.stop())))
             return
         X = np.asarray(es.ask(), dtype=np.float64)
-        k = X.shape[0] if self.replaying else affordable(oracle, X.shape[0])
+        k = X.shape[0]
+        capped = False
+        if not self.replaying:
+            if self.cap is not None and self.logged() + k > self.cap:
+                k, capped = max(0, self.cap - self.logged()), True
+            k = affordable(oracle, k)
         if k < X.shape[0]:
             # a partial generation cannot be told to CMA-ES: evaluate what fits (counted), then stop
             if k:
                 self.values(oracle, X[:k])
-            self.budget(oracle)
+            if capped and self.cap is not None and self.logged() >= self.cap:
+                self.capped()
+            else:
+                self.budget(oracle)
             return
         F, _, G = self.values(oracle, X)
         if self.al is None or G is None:
@@ -887,6 +1311,27 @@ class _CMASession(_Session):
                     vals.append(self.al(X[r]))
                 es.tell(list(X), vals)
                 self.al.update(es)
+
+
+#: pycma's stop conditions by what they mean: a budget, a blow-up, or a convergence test
+_CMA_BUDGET = frozenset({"maxfevals", "maxiter", "timeout"})
+_CMA_DIVERGED = frozenset({"tolupsigma", "tolfacupx"})
+_CMA_CONVERGED = frozenset({"tolfun", "tolx", "tolfunhist", "tolfunrel", "ftarget"})
+
+
+def _cma_status(stop: Mapping[str, Any]) -> tuple[str, Status]:
+    """pycma's stop conditions as a status: budgets first, then blow-ups, then convergence; anything
+    else (stagnation, no effect of the steps, an ill-conditioned covariance, a flat fitness) is no
+    certificate (``FAILED``)."""
+    keys = set(stop)
+    message = f"cma: {dict(stop)}"
+    if keys & _CMA_BUDGET:
+        return message, Status.BUDGET
+    if keys & _CMA_DIVERGED:
+        return f"{message}: the step size blew up (the objective may be unbounded below)", Status.DIVERGED
+    if keys & _CMA_CONVERGED:
+        return message, Status.CONVERGED
+    return f"{message}: stopped without a convergence test", Status.FAILED
 
 
 @dataclass(frozen=True)
@@ -943,7 +1388,10 @@ class _NGSession(_Session):
         param_ = ng.p.Array(init=x0)
         box = _box(oracle)
         if box is not None:
-            param_.set_bounds(box[0], box[1])
+            with warnings.catch_warnings():
+                # nevergrad advises bounds at least 3 of its steps (sigma = 1) apart; narrower ones work
+                warnings.filterwarnings("ignore", message="Bounds are .* sigma away")
+                param_.set_bounds(box[0], box[1])
         param_.random_state = np.random.RandomState(seed)
         self.budget_points = _points_budget(oracle, solver.maxfev, 100 * (oracle.dim + 1), replay)
         self.name = optimizer
@@ -955,22 +1403,30 @@ class _NGSession(_Session):
         # wait for them at exit. Besides the optimisers reachable from ``opt``, every such thread
         # started while this session advanced is remembered and stopped (NGOpt nests some deeply).
         self.threads: set[threading.Thread] = set()
-        weakref.finalize(self, _stop_nevergrad_threads, self.opt, self.threads)
+        self.dim = oracle.dim
+        # nevergrad is driven from a daemon thread of this session, so the threads it starts are daemon
+        # threads too: a run abandoned without finishing (a callback that raised, an error kept in a
+        # traceback) can never keep the process from exiting
+        self.worker = _DaemonWorker()
+        weakref.finalize(self, _end_nevergrad, self.opt, self.threads, self.worker)
 
     def finish(self, message: str, status: Status) -> None:
         super().finish(message, status)
-        _stop_nevergrad_threads(self.opt, self.threads)
+        _end_nevergrad(self.opt, self.threads, self.worker)
 
     def advance(self, oracle: CountingOracle) -> None:
         before = set(_nevergrad_threads())
         try:
-            with _quiet():
-                self._advance(oracle)
+            self.worker.call(functools.partial(self._advance_quietly, oracle))
         except BaseException:
             self.threads.update(t for t in _nevergrad_threads() if t not in before)
-            _stop_nevergrad_threads(self.opt, self.threads)
+            _end_nevergrad(self.opt, self.threads, self.worker)
             raise
         self.threads.update(t for t in _nevergrad_threads() if t not in before)
+
+    def _advance_quietly(self, oracle: CountingOracle) -> None:
+        with _quiet():
+            self._advance(oracle)
 
     def _advance(self, oracle: CountingOracle) -> None:
         while self.replaying and not self.done:  # after a resume: the logged points first
@@ -996,7 +1452,11 @@ class _NGSession(_Session):
                 warnings.simplefilter("error", FinishedUnderlyingOptimizerWarning)
                 cand = self.opt.ask()
         except FinishedUnderlyingOptimizerWarning:
-            self.finish(f"nevergrad: the underlying {self.name} has converged", Status.CONVERGED)
+            # nevergrad restarts its recast optimisers from their best point until its count of asks
+            # reaches the budget, and reports neither why they stopped nor a convergence test
+            self.finish(f"nevergrad: the underlying {self.name} has finished after {self.told} of {self.budget_points} "
+                        "points (nevergrad restarts it until its budget of asks is used; no convergence test)",
+                        Status.BUDGET)
             return
         except TypeError as exc:
             raise _nevergrad_failure(self.name, exc) from exc
@@ -1010,6 +1470,52 @@ class _NGSession(_Session):
         except TypeError as exc:
             raise _nevergrad_failure(self.name, exc) from exc
         self.told += 1
+
+
+class _DaemonWorker:
+    """Runs calls in one daemon thread while the caller waits (exactly one of the two runs at a time).
+
+    Threads started by such a call are daemon threads (a thread inherits the flag of its creator).
+    The thread is started at the first call and holds no reference to the caller's objects between
+    calls; :meth:`close` ends it.
+    """
+
+    def __init__(self) -> None:
+        self._in: queue.SimpleQueue[Callable[[], Any] | None] = queue.SimpleQueue()
+        self._out: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        if self._thread is None:
+            self._thread = threading.Thread(target=_worker_main, args=(self._in, self._out),
+                                            name="zoframe-nevergrad", daemon=True)
+            self._thread.start()
+        self._in.put(fn)
+        ok, value = self._out.get()
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self._in.put(None)
+
+
+def _worker_main(inbox: queue.SimpleQueue[Callable[[], Any] | None], outbox: queue.SimpleQueue[tuple[bool, Any]]) -> None:
+    while True:
+        fn = inbox.get()
+        if fn is None:
+            return
+        try:
+            outbox.put((True, fn()))
+        except BaseException as exc:  # handed to the caller's thread
+            outbox.put((False, exc))
+        del fn
+
+
+def _end_nevergrad(opt: Any, threads: set[threading.Thread], worker: _DaemonWorker) -> None:
+    _stop_nevergrad_threads(opt, threads)
+    worker.close()
 
 
 def _nevergrad_threads() -> list[threading.Thread]:

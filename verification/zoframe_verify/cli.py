@@ -17,7 +17,8 @@ __all__ = ["add_rate_arguments", "add_verify_arguments", "run_rate_command", "ru
 
 def add_rate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("solver", help="registered solver (zoframe list)")
-    p.add_argument("problem", help="registered problem (zoframe list)")
+    p.add_argument("problem", help="registered problem (zoframe list), or module:attr / path/to/file.py:attr naming a "
+                                    "factory or a problem object of your own")
     p.add_argument("--seeds", type=int, default=5, help="number of seeds 0..N-1 (default 5)")
     p.add_argument("--budget", type=int, default=1000, help="iterations per run (one long trajectory per seed)")
     p.add_argument("--horizons", default=None,
@@ -79,7 +80,6 @@ def run_rate_command(args: argparse.Namespace) -> int:
         n_boot=args.bootstrap,
         theory=args.theory,
         tol=args.tol,
-        progress=lambda msg: print(msg, file=sys.stderr),
         progress_bar=not args.no_progress,
     )
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.to_markdown())

@@ -8,7 +8,12 @@ the rate the paper proves (:data:`zoframe_verify.rates.THEORY`) and, with ``out`
 Markdown and a JSON report with PNG plots.
 
 Progress: with ``progress_bar=True`` a tqdm bar on stderr counts the iterations of all runs to do
-(so it moves during a run, with an ETA), also with worker processes (a shared counter).
+(so it moves during a run, with an ETA), also with worker processes (a shared counter); it is drawn
+only when stderr is a terminal and not with ``ZOFRAME_PROGRESS=0`` (:mod:`zoframe._output`). Each
+finished run is a notice on the logger ``"zoframe.verify"`` (INFO).
+
+The report prints as a short summary (``print(report)``); the data are its attributes
+(``fits``, ``runs``, ``curves``), :meth:`RateReport.to_dict` and :meth:`RateReport.to_markdown`.
 
 Worker processes end with their parent: each worker asks the kernel for ``SIGKILL`` when its parent
 dies (``prctl(PR_SET_PDEATHSIG)`` on Linux) and a watchdog thread ends it when its parent process id
@@ -35,15 +40,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+import contextlib
 import dataclasses
 from dataclasses import dataclass, field
 import hashlib
 import io
 import json
+import logging
 import math
 import multiprocessing
 import os
 from pathlib import Path
+import pickle
 import signal
 import sqlite3
 import sys
@@ -54,8 +62,10 @@ from typing import Any
 import numpy as np
 
 from zoframe._optional import require
+from zoframe._output import logger, progress_wanted
 from zoframe.errors import InvalidInputError, ZoframeError
 from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
+from zoframe.userproblem import fingerprint, load_reference, problem_source
 from zoframe_verify.rates import (
     THEORY,
     SlopeFit,
@@ -98,10 +108,15 @@ class StudyConfig:
     measure: str
     measure_every: int = 1
     max_calls: int | None = None
+    #: for a problem of the user's own given by reference: a hash of its code now (empty otherwise)
+    problem_code: str = ""
 
     @property
     def key(self) -> str:
-        blob = json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        fields = dataclasses.asdict(self)
+        if not fields["problem_code"]:  # registered problems keep the keys they had before the field existed
+            del fields["problem_code"]
+        blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
     def to_json(self) -> str:
@@ -122,6 +137,13 @@ class RunRecord:
     nfev: int
     seconds: float
     reused: bool = False
+
+    def __repr__(self) -> str:
+        last = f"{self.values[-1]:.4g}" if self.values.size else "none"
+        return (
+            f"RunRecord(seed={self.seed}, horizon={self.horizon}, status={self.status!r}, nit={self.nit}, "
+            f"nfev={self.nfev}, points={self.values.size}, last={last}, seconds={self.seconds:.3g}, reused={self.reused})"
+        )
 
 
 # --------------------------------------------------------------------------- measures along a run
@@ -301,14 +323,20 @@ def _init_worker(parent: int, counter: Any) -> None:
     _COUNTER = counter
 
 
-def run_one(config_json: str, seed: int, horizon: int) -> dict[str, Any]:
-    """Execute one run of a study (in a worker process); returns plain data for the store."""
+def run_one(config_json: str, seed: int, horizon: int, problem: Any = None) -> dict[str, Any]:
+    """Execute one run of a study (in a worker process); returns plain data for the store.
+
+    ``problem``: what the problem is rebuilt from (a registered name, a ``"module:attr"`` reference,
+    a factory or a problem object: :attr:`zoframe.userproblem.ProblemSource.portable`); default: the
+    registered name in the configuration.
+    """
     from zoframe.driver import minimize
     from zoframe.registry import default_registry
+    from zoframe.userproblem import rebuild
 
     cfg = json.loads(config_json)
     reg = default_registry()
-    problem = reg.make_problem(cfg["problem"], **cfg["problem_args"])
+    problem = rebuild(cfg["problem"] if problem is None else problem, cfg["problem_args"], reg)
     spec = reg.solver(cfg["solver"])
     solver = spec.cls(**cfg["params"])
     measure = make_measure(problem, cfg["measure"], solver)
@@ -434,6 +462,35 @@ class RateReport:
     curves: Mapping[str, tuple[Array, Array]] = field(default_factory=dict)
     files: tuple[str, ...] = ()
 
+    def summary(self) -> str:
+        """A few lines: the study, the fitted slopes with their intervals, the proven slope and the verdicts."""
+        c = self.config
+        hs = ", ".join(str(h) for h in self.horizons)
+        lines = [
+            f"rate study: {c.solver} on {c.problem} ({self.curve} {c.measure}; {len(self.seeds)} seed(s) x "
+            f"{hs} iterations; {self.executed} run(s) now, {self.reused} reused)"
+        ]
+        proven = "no proven rate tabulated" if self.theory is None else f"proven {self.theory.slope:g}"
+        for axis, fit in self.fits.items():
+            lines.append(
+                f"  {axis + ':':<11} slope {fit.slope:.3f} [{fit.lo:.3f}, {fit.hi:.3f}] over {fit.x_lo:.3g}..{fit.x_hi:.3g}"
+                f"; {proven}" + (f": {self.verdicts[axis]}" if axis in self.verdicts else "")
+            )
+        lines.append("  full data: .fits, .runs, .curves, .to_dict(), .to_markdown()"
+                     + (f"; files: {', '.join(self.files)}" if self.files else ""))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        slopes = ", ".join(f"{a}={f.slope:.3f}" for a, f in self.fits.items())
+        return (
+            f"RateReport(solver={self.config.solver!r}, problem={self.config.problem!r}, measure="
+            f"{self.config.measure!r}, curve={self.curve!r}, seeds={len(self.seeds)}, horizons={list(self.horizons)}, "
+            f"slopes=({slopes}), verdicts={dict(self.verdicts)})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "study": self.config.key,
@@ -540,6 +597,7 @@ def _execute(
     scheduler: str | None,
     progress: Callable[[str], None] | None,
     progress_bar: bool = False,
+    portable: Any = None,
 ) -> int:
     global _TICK
     if not todo:
@@ -547,27 +605,37 @@ def _execute(
     config_json = cfg.to_json()
     total = sum(h for _, h in todo)
     bar: Any = None
-    if progress_bar:
+    if progress_wanted(progress_bar):
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, unit="it", desc=f"{cfg.solver} on {cfg.problem}: {len(todo)} runs", file=sys.stderr)
-    say = progress if bar is None or progress is None else (lambda msg: bar.write(msg, file=sys.stderr))
+    log = logger("verify")
+
+    def say(msg: str) -> None:  # a notice (logging) and the caller's own progress function
+        log.info("%s", msg)
+        if progress is not None:
+            progress(msg)
+
     counter = multiprocessing.get_context("spawn").Value("q", 0) if (bar is not None and executor == "process") else None
     ex, close = _resolve_executor(executor, workers, scheduler, counter)
     done = 0
     shown = 0
+    redirect = contextlib.ExitStack()
+    if bar is not None:  # notices printed to stderr go above the bar instead of through it
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        redirect.enter_context(logging_redirect_tqdm(loggers=[logging.getLogger("zoframe")]))
     try:
         if ex is None:
             if bar is not None:
                 _TICK = bar.update
             for seed, horizon in todo:
-                store.add(cfg.key, config_json, seed, horizon, run_one(config_json, seed, horizon))
+                store.add(cfg.key, config_json, seed, horizon, run_one(config_json, seed, horizon, portable))
                 done += 1
-                if say:
-                    say(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
+                say(f"run seed={seed} horizon={horizon} done ({done}/{len(todo)})")
         else:
             futures: dict[Future[dict[str, Any]], tuple[int, int]] = {
-                ex.submit(run_one, config_json, s, h): (s, h) for s, h in todo
+                ex.submit(run_one, config_json, s, h, portable): (s, h) for s, h in todo
             }
             pending = set(futures)
             while pending:
@@ -580,11 +648,11 @@ def _execute(
                     s, h = futures[fut]
                     store.add(cfg.key, config_json, s, h, fut.result())
                     done += 1
-                    if say:
-                        say(f"run seed={s} horizon={h} done ({done}/{len(todo)})")
+                    say(f"run seed={s} horizon={h} done ({done}/{len(todo)})")
     finally:
         _TICK = None
         close()
+        redirect.close()
         if bar is not None:
             bar.close()
     return done
@@ -626,7 +694,7 @@ def _axis_curves(
 
 def rate_study(
     solver: str,
-    problem: str,
+    problem: Any,
     *,
     seeds: int | Sequence[int] = 5,
     budget: int = 1000,
@@ -650,7 +718,15 @@ def rate_study(
     progress: Callable[[str], None] | None = None,
     progress_bar: bool = False,
 ) -> RateReport:
-    """Run (or resume) a rate study of a registered solver on a registered problem; see the module doc.
+    """Run (or resume) a rate study of a registered solver on a problem; see the module doc.
+
+    ``problem``: a registered name, a problem object (``zoframe.FiniteSum(...)``, ...), a factory
+    returning one (called with ``problem_args``) or a ``"module:attr"`` / ``"file.py:attr"``
+    reference (:mod:`zoframe.userproblem`). Worker processes (``workers > 1``) rebuild it from the
+    name or the reference, or unpickle the object / factory, which must then be picklable (a
+    module-level function or class; a lambda is not). The study key of an object, a factory or a
+    reference hashes its pickle and its code (:func:`zoframe.userproblem.fingerprint`), so the same
+    problem resumes from ``db`` and an edited one starts afresh.
 
     ``progress`` is told when each run ends; ``progress_bar=True`` shows a tqdm bar (stderr) over
     the iterations of all runs to do, with an ETA.
@@ -660,7 +736,8 @@ def rate_study(
     reg = default_registry()
     spec = reg.solver(solver)  # unknown names fail here, before any run
     pargs = dict(problem_args or {})
-    prob = reg.make_problem(problem, **pargs)
+    source = problem_source(problem, reg)
+    prob = source.build(**pargs)
     kind = str(getattr(prob, "kind", ""))
     if kind not in spec.problem_kinds:
         raise InvalidInputError(f"solver {solver!r} does not accept {kind!r} problems (it solves {sorted(spec.problem_kinds)})")
@@ -679,7 +756,10 @@ def rate_study(
         raise InvalidInputError(f"budgets / horizons must be positive iteration counts, got {hs}")
     if not (isinstance(measure_every, int) and measure_every >= 1):
         raise InvalidInputError(f"measure_every must be an integer >= 1, got {measure_every!r}")
-    cfg = StudyConfig(spec.name, problem, pargs, sparams, mname, measure_every, max_calls)
+    if source.kind in ("object", "factory") and workers > 1 and executor == "process":
+        _check_picklable(source.portable, source.label)
+    code = fingerprint(load_reference(problem)) if source.kind == "reference" else ""
+    cfg = StudyConfig(spec.name, source.label, pargs, sparams, mname, measure_every, max_calls, code)
     th: TheoryRate | None = None
     if curve is None:  # the curve the theory bounds for this solver and measure, else the running minimum
         base = mname if mname.endswith("_sq") else mname + "_sq"
@@ -695,7 +775,10 @@ def rate_study(
         have = store.done(cfg.key)
         todo = [(s, h) for s in seed_list for h in hs if (s, h) not in have]
         reused = len(seed_list) * len(hs) - len(todo)
-        executed = _execute(store, cfg, todo, workers, executor, scheduler, progress, progress_bar)
+        logger("verify").info("rate study %s (%s on %s): %d run(s) to do, %d already in %s", cfg.key, spec.name,
+                              source.label, len(todo), reused, db if db is not None else "memory")
+        portable = None if source.kind == "registered" else source.portable
+        executed = _execute(store, cfg, todo, workers, executor, scheduler, progress, progress_bar, portable)
         runs = tuple(store.load(cfg.key, s, h) for s in seed_list for h in hs)
     finally:
         store.close()
@@ -711,6 +794,16 @@ def rate_study(
     if out is not None:
         report = write_report(report, out)
     return report
+
+
+def _check_picklable(obj: Any, label: str) -> None:
+    try:
+        pickle.dumps(obj)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the problem {label!r} cannot be sent to worker processes ({type(exc).__name__}: {exc}); run the "
+            "study with workers=1, or pass a module-level factory or a 'module:attr' reference instead"
+        ) from None
 
 
 # --------------------------------------------------------------------------- report files

@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from zoframe.certificate import DEFAULT_TOL, Certificate, certify
 from zoframe.errors import InvalidInputError, ZoframeError
+from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, HasCvxpyModel, HasKnownSolution
 from zoframe.result import Result
 from zoframe_verify.checks import (
@@ -56,15 +58,18 @@ class Tolerances:
     finite sum: ``grad_norm``, the gradient (mapping) norm). ``feasibility``: bound on
     ``max_violation`` (constrained) or ``sqrt(feasibility)`` = ``||A x + B y - c||`` (composite), the
     default of ``zoframe.minimize``'s ``feasibility_tol``. ``gap``: bound on ``|objective_gap|``
-    relative to ``max(1, |f_ref|)`` when a reference exists.
+    relative to ``max(1, |f_ref|)`` when a reference exists. ``certificate``: the tolerance of the
+    stationarity certificate (:func:`zoframe.certificate.certify`, the test behind ``Result.success``;
+    its feasibility tolerance is ``feasibility``); verifying a run takes the run's own.
     """
 
     stationarity: float = 1e-3
     feasibility: float = 1e-3
     gap: float = 1e-3
+    certificate: float = DEFAULT_TOL
 
     def __post_init__(self) -> None:
-        for name in ("stationarity", "feasibility", "gap"):
+        for name in ("stationarity", "feasibility", "gap", "certificate"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InvalidInputError(f"the {name} tolerance must be a positive number, got {v!r}")
@@ -72,7 +77,7 @@ class Tolerances:
     def describe(self) -> str:
         return (
             f"stationarity {self.stationarity:g}, feasibility {self.feasibility:g}, "
-            f"objective gap {self.gap:g} (relative to max(1, |f_ref|))"
+            f"objective gap {self.gap:g} (relative to max(1, |f_ref|)), certificate {self.certificate:g}"
         )
 
 
@@ -91,6 +96,15 @@ class Check:
     def describe(self) -> str:
         op = "<=" if self.passed else ">"
         return f"{self.name} {self.value:.3e} {op} {self.tol:.3e}"
+
+
+def _certificate_check(cert: Certificate) -> Check:
+    """The certificate as a check: its residual against its tolerance; a certificate refused for
+    another reason (infeasible, negative curvature, a failed evaluation) counts as an infinite value."""
+    if cert.passed or cert.residual > cert.tol:
+        return Check("certificate", cert.residual, cert.tol)
+    reason = "infeasible" if "infeasible" in cert.message else "not a minimum" if "not a minimum" in cert.message else "failed"
+    return Check(f"certificate ({reason})", math.inf, cert.tol)
 
 
 def _checks(kind: str, measures: Mapping[str, float], ref_fun: float | None, tol: Tolerances) -> tuple[Check, ...]:
@@ -138,6 +152,7 @@ class Report:
     extra: Mapping[str, Any] = field(default_factory=dict)
     tolerances: Tolerances = field(default_factory=Tolerances)
     checks: tuple[Check, ...] = ()
+    certificate: Certificate | None = None
 
     @property
     def passed(self) -> bool:
@@ -175,10 +190,12 @@ class Report:
                 "stationarity": self.tolerances.stationarity,
                 "feasibility": self.tolerances.feasibility,
                 "gap": self.tolerances.gap,
+                "certificate": self.tolerances.certificate,
             },
             "checks": [
                 {"name": c.name, "value": _finite(c.value), "tol": c.tol, "passed": c.passed} for c in self.checks
             ],
+            "certificate": None if self.certificate is None else self.certificate.to_dict(),
             "verdict": "PASS" if self.passed else "FAIL",
         }
 
@@ -206,6 +223,9 @@ class Report:
                 f"  inner solve: {inner.iterations} iterations, mapping norm {inner.mapping_norm:.2e}, "
                 f"{'converged' if inner.converged else 'NOT converged'}"
             )
+        if self.certificate is not None:
+            c = self.certificate
+            lines.append(f"  certificate: {c.message} ({c.evaluations} evaluations)")
         lines.append(f"  reference: {self.reference_source}")
         for note in self.notes:
             lines.append(f"  note: {note}")
@@ -215,6 +235,13 @@ class Report:
 
     def __str__(self) -> str:
         return self.to_text()
+
+    def __repr__(self) -> str:
+        return (
+            f"Report(problem={self.problem!r}, kind={self.kind!r}, solver={self.solver!r}, "
+            f"verdict={'PASS' if self.passed else 'FAIL'}, measures={len(self.measures)}, "
+            f"reference={self.reference_source!r})"
+        )
 
 
 def _finite(v: float) -> float | None:
@@ -267,6 +294,7 @@ def verify(
     active_tol: float = 1e-6,
     eta: float = 1.0,
     tolerances: Tolerances | None = None,
+    problem_args: Mapping[str, Any] | None = None,
 ) -> Report:
     """The verification report of a run (a :class:`~zoframe.result.Result`), a mapping of outputs
     (``{"x": ..., "y": ...}``) or a bare point ``x``.
@@ -274,9 +302,25 @@ def verify(
     ``reference=True`` uses the problem's cvxpy model (solved once, then cached in ``cache_dir``) or
     its known solution; pass a :class:`ReferenceSolution` to reuse one, or ``False`` for none.
     The report's verdict (:attr:`Report.passed`, :meth:`Report.verdict`) checks the measures
-    against ``tolerances`` (default :class:`Tolerances`).
+    against ``tolerances`` (default :class:`Tolerances`), and the point's stationarity certificate
+    (:attr:`Report.certificate`, the test behind ``Result.success``): verifying a
+    :class:`~zoframe.result.Result` certifies its point with the run's own certificate and feasibility
+    tolerances, so the report and the run's ``success`` agree.
+
+    ``problem``: a problem object, a factory returning one (called with ``problem_args``), a
+    registered name or a ``"module:attr"`` / ``"file.py:attr"`` reference (:mod:`zoframe.userproblem`).
     """
+    from zoframe.userproblem import is_problem, problem_source
+
+    if problem_args is not None or not is_problem(problem):
+        problem = problem_source(problem).build(**dict(problem_args or {}))
     tol = Tolerances() if tolerances is None else tolerances
+    if isinstance(result_or_x, Result) and tolerances is None:
+        own = result_or_x.certificate
+        tol = Tolerances(
+            feasibility=tol.feasibility if result_or_x.feasibility_tol is None else float(result_or_x.feasibility_tol),
+            certificate=tol.certificate if own is None else float(own["tol"]),
+        )
     kind = str(getattr(problem, "kind", ""))
     outs, solver = _outputs(result_or_x)
     x = outs["x"]
@@ -309,6 +353,7 @@ def verify(
         details = finite_sum_report(problem, x, eta=eta)
     else:
         raise InvalidInputError(f"cannot verify a problem of kind {kind!r}")
+    cert = certify(CountingOracle(problem), x, outputs=outs, tol=tol.certificate, feasibility_tol=tol.feasibility)
     measures = dict(details.measures())
     ref_fun: float | None = None
     if ref is not None:
@@ -338,7 +383,8 @@ def verify(
         notes=tuple(notes),
         solver=solver,
         tolerances=tol,
-        checks=_checks(kind, measures, ref_fun, tol),
+        checks=(*_checks(kind, measures, ref_fun, tol), _certificate_check(cert)),
+        certificate=cert,
     )
 
 
@@ -386,7 +432,11 @@ def load_saved_result(path: str | os.PathLike[str]) -> tuple[dict[str, Array], d
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("result", nargs="?", help="a run saved with `zoframe solve ... -o RESULT` (RESULT.json/.npz)")
-    parser.add_argument("--problem", default=None, help="registered problem of the run (unless stored in RESULT.json)")
+    parser.add_argument(
+        "--problem", default=None,
+        help="problem of the run (unless stored in RESULT.json): a registered name, or module:attr / "
+        "path/to/file.py:attr naming a factory or a problem object of your own",
+    )
     parser.add_argument("--problem-arg", action="append", metavar="KEY=VALUE", help="problem parameter")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference solution")
@@ -412,6 +462,13 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
         default=d.gap,
         help=f"verdict: bound on |objective_gap| / max(1, |f_ref|) (default {d.gap:g})",
     )
+    parser.add_argument(
+        "--tol-certificate",
+        type=float,
+        default=None,
+        help=f"verdict: tolerance of the stationarity certificate behind Result.success (default: the run's "
+        f"own, else {d.certificate:g}; see docs/success.md)",
+    )
 
 
 def run_verify_command(args: argparse.Namespace) -> int:
@@ -425,6 +482,7 @@ def run_verify_command(args: argparse.Namespace) -> int:
     problem = getattr(args, "problem_obj", None)
     result_obj = getattr(args, "result_obj", None)
     target: Any
+    summary: dict[str, Any] = {}
     if result_obj is not None:
         target = result_obj
     else:
@@ -442,12 +500,12 @@ def run_verify_command(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 2
-            from zoframe.cli import problem_arguments
+            from zoframe.cli import build_problem, problem_arguments
 
             reg = default_registry()
             pkw = dict(summary.get("problem_args", {}) or {})
             pkw.update(problem_arguments(reg, str(name), getattr(args, "problem_arg", None)))
-            problem = reg.make_problem(str(name), **pkw)
+            problem = build_problem(reg, str(name), pkw)
         solver = summary.get("solver")
         if solver:
             target = dict(target)
@@ -455,10 +513,19 @@ def run_verify_command(args: argparse.Namespace) -> int:
                 f"run of {solver}: status {summary.get('status')}, nit {summary.get('nit')}, nfev {summary.get('nfev')}"
             )
     d = Tolerances()
+    own = None
+    if result_obj is not None:
+        own = result_obj.certificate
+    elif isinstance(summary.get("certificate"), Mapping):
+        own = summary["certificate"]
+    cert_tol = getattr(args, "tol_certificate", None)
+    if cert_tol is None:  # the run's own certificate tolerance, so the report and the run agree
+        cert_tol = d.certificate if own is None else float(own["tol"])
     tol = Tolerances(
         stationarity=float(getattr(args, "tol_stationarity", d.stationarity)),
         feasibility=float(getattr(args, "tol_feasibility", d.feasibility)),
         gap=float(getattr(args, "tol_gap", d.gap)),
+        certificate=float(cert_tol),
     )
     report = verify(
         problem,

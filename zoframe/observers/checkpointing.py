@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from zoframe import checkpoint as ckpt
-from zoframe.errors import InvalidInputError
+from zoframe.errors import CheckpointError, InvalidInputError
 from zoframe.protocols import Array
 from zoframe.run import RunLoop, Stop
 
@@ -109,14 +109,55 @@ class Checkpointer:
 
 
 def restore(path: str | os.PathLike[str], parts: Sequence[Stateful], *, solver: object | None = None,
-            registry: Any = None) -> tuple[Any, np.random.Generator, dict[str, Any]]:
+            registry: Any = None, dim: int | None = None) -> tuple[Any, np.random.Generator, dict[str, Any]]:
     """Read a checkpoint and restore ``parts``: ``(state, generator, meta)``.
 
     ``solver`` (the solver object resuming) and ``registry`` say which state classes may be rebuilt
     (:func:`zoframe.checkpoint.resolve_state_class`): the classes of the solver's own modules and of the
-    registered solvers, so an unregistered solver object resumes its own checkpoints.
+    registered solvers, so an unregistered solver object resumes its own checkpoints. ``dim``: the
+    problem's dimension, which the state's ``x`` and the best point must have. A checkpoint whose
+    content does not read back as a run raises :class:`~zoframe.errors.CheckpointError` naming it.
     """
     state, gen, meta, arrays = ckpt.load(path, solver=solver, registry=registry)
-    for part in parts:
-        part.restore(meta, arrays)
+    try:
+        for part in parts:
+            part.restore(meta, arrays)
+        _check_progress(meta)
+        _check_arrays(state, arrays, meta, dim)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise CheckpointError(
+            f"checkpoint {path} is damaged: its run state does not read back ({type(exc).__name__}: {exc}); "
+            "restore it from one save or restart the run"
+        ) from None
     return state, gen, meta
+
+
+def _check_progress(meta: Mapping[str, Any]) -> None:
+    """The counters, iterations and seconds the driver reads on resume, checked (raises on damage)."""
+    counters = meta["counters"]
+    for key in ("calls_by_kind", "calls_by_purpose"):
+        if not all(isinstance(v, int) and v >= 0 for v in counters[key].values()):
+            raise ValueError(f"counters.{key} holds a value that is not a count")
+    if not isinstance(counters["calls"], int) or counters["calls"] < 0:
+        raise ValueError("counters.calls is not a count")
+    if not isinstance(meta["nit"], int) or meta["nit"] < 0:
+        raise ValueError(f"nit is {meta['nit']!r}, not a count")
+    seconds = meta["seconds"]
+    if not isinstance(seconds, (int, float)) or not np.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"seconds is {seconds!r}")
+
+
+
+def _check_arrays(state: Any, arrays: Mapping[str, Array], meta: Mapping[str, Any], dim: int | None) -> None:
+    """The iterate, the best point and the trace columns have the shapes of one run (raises on damage)."""
+    x = getattr(state, "x", None)
+    if x is not None and dim is not None:
+        xa = np.asarray(x)
+        if xa.shape != (dim,) or not np.issubdtype(xa.dtype, np.floating) or not np.isfinite(xa).all():
+            raise ValueError(f"the state's x ({xa.dtype} of shape {xa.shape}) is not a finite point of dimension {dim}")
+    best = arrays.get("best.x")
+    if best is not None and dim is not None and (np.shape(best) != (dim,) or not np.isfinite(best).all()):
+        raise ValueError(f"the best point (shape {np.shape(best)}) is not a finite point of dimension {dim}")
+    lengths = {np.shape(arrays[f"trace.{k}"]) for k in meta.get("trace_columns", ()) if f"trace.{k}" in arrays}
+    if len(lengths) > 1 or any(len(s) != 1 for s in lengths):
+        raise ValueError(f"the trace columns have shapes {sorted(lengths)}")

@@ -1,4 +1,4 @@
-"""The progress-bar observer: a tqdm bar on stderr (shown after half a second)."""
+"""The progress-bar observer: a tqdm bar on stderr (shown after half a second, on a terminal only)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ class ProgressBar:
     def __init__(self, total: int | None, desc: str) -> None:
         from tqdm.auto import tqdm
 
-        self.bar: Any = tqdm(total=total, unit="it", desc=desc, delay=0.5, leave=False, dynamic_ncols=True)
+        from zoframe._output import progress_wanted
+
+        # on a terminal only (and not with ZOFRAME_PROGRESS=0): no \r frames in log files
+        self.bar: Any = tqdm(total=total, unit="it", desc=desc, delay=0.5, leave=False, dynamic_ncols=True,
+                             disable=not progress_wanted())
         self.last = 0
 
     def start(self, loop: RunLoop) -> Stop | None:

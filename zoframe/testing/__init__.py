@@ -26,6 +26,9 @@ inputs not mutated
     ``x0`` and the problem's arrays are unchanged after a run;
 checkpoint and resume
     10 iterations, checkpoint, 10 more from the checkpoint == 20 straight iterations;
+smallest problems
+    with its DEFAULT parameters the solver runs on the smoke problems with ``n = 1`` component and
+    ``m = 1`` constraint (and ``d = 1``) without raising, ending at a finite point;
 progress
     the median over three seeds of the problem's ``merit`` closes at least a quarter of the gap
     from the start to the optimum within ``progress_iters`` iterations.
@@ -190,14 +193,47 @@ class SolverContract:
                 f"{start:.4g} -> median {median_end:.4g} (optimum {opt:.4g}); adjust contract_params"
             )
 
+    def check_smallest_problems(self, kind: str, max_iter: int = 20) -> None:
+        """The solver with its DEFAULT parameters (not ``contract_params``) runs on the smallest problems
+        of the kind: ``n = 1`` component, ``m = 1`` constraint, and ``d = 1`` as well. A default that
+        only fits larger problems (a batch of 4 components, 16 sampled constraints) must adapt to the
+        problem or the run must end with a clear status; it must not raise."""
+        try:
+            solver = self.spec.cls()
+        except TypeError:  # a required parameter without a default: the contract parameters supply it
+            solver = self.solver()
+        for dims in ({}, {"dim": 1}):
+            problem = smoke_problem(kind, **_SMALLEST[kind], **dims)
+            label = ", ".join(f"{k} = {v}" for k, v in {**_SMALLEST[kind], **dims}.items())
+            try:
+                res = minimize(problem, solver, rng=0, max_iter=max_iter, registry=self.registry)
+            except Exception as exc:  # a ContractFailure with the error, not the error itself
+                _fail(
+                    f"{self.spec.name} with its default parameters fails on the smoke {kind} problem with "
+                    f"{label}: {type(exc).__name__}: {exc}"
+                )
+            if res.status is Status.FAILED or not bool(np.all(np.isfinite(res.x))):
+                _fail(f"{self.spec.name} on the smoke {kind} problem with {label}: status {res.status.name}, "
+                      f"x = {res.x}: {res.message}")  # fmt: skip
+
     def check_all(self) -> None:
         for kind in self.kinds():
+            self.check_smallest_problems(kind)
             self.check_determinism(kind)
             self.check_exact_budget(kind)
             self.check_declared_cost(kind)
             self.check_inputs_not_mutated(kind)
             self.check_checkpoint_resume(kind)
             self.check_progress(kind)
+
+
+#: the smallest sizes of each kind's smoke problem (``check_smallest_problems``)
+_SMALLEST: dict[str, dict[str, int]] = {
+    "finite_sum": {"n": 1},
+    "constrained": {"n": 1, "m": 1},
+    "minimax": {"n": 1},
+    "composite": {"n": 1},
+}
 
 
 def _takes_state(fn: Callable[..., Any]) -> bool:

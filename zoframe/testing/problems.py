@@ -250,8 +250,12 @@ class SmokeComposite(HalfSquaredResiduals):
         return out
 
 
-def smoke_problem(kind: str, seed: int = 0) -> Any:
-    """The smoke problem of a kind (``finite_sum``, ``constrained``, ``minimax``, ``composite``)."""
+def smoke_problem(kind: str, seed: int = 0, **sizes: int) -> Any:
+    """The smoke problem of a kind (``finite_sum``, ``constrained``, ``minimax``, ``composite``).
+
+    ``sizes`` overrides the default sizes (``dim``, ``n``; ``m`` of the constrained problem,
+    ``dim_y`` of the minimax one), e.g. ``smoke_problem("constrained", n=1, m=1)``.
+    """
     table: dict[str, Any] = {
         "finite_sum": SmokeFiniteSum,
         "constrained": SmokeConstrained,
@@ -260,4 +264,4 @@ def smoke_problem(kind: str, seed: int = 0) -> Any:
     }
     if kind not in table:
         raise InvalidInputError(f"no smoke problem of kind {kind!r}; kinds are {sorted(table)}")
-    return table[kind](seed=seed)
+    return table[kind](seed=seed, **sizes)

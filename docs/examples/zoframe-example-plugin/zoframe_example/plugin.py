@@ -1,12 +1,14 @@
-"""The plugin module named in pyproject.toml's ``zoframe.plugins`` entry point."""
+"""The plugin module named in pyproject.toml's ``zoframe.plugins`` entry point.
+
+It names its classes and factories by ``"module:attr"`` strings, so loading it (``zoframe list``,
+``zoframe --help``) imports no numerical module; zoframe imports each one when it is first used.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from zoframe import EstimatorSpec, SolverSpec, hookimpl
-from zoframe_example.estimator import AntitheticEstimator
-from zoframe_example.solver import TinySignSGD
+from zoframe import EstimatorSpec, ProblemSpec, SolverSpec, hookimpl
 
 
 @hookimpl
@@ -14,7 +16,7 @@ def zoframe_estimators() -> Sequence[EstimatorSpec]:
     return [
         EstimatorSpec(
             name="antithetic",
-            cls=AntitheticEstimator,
+            cls="zoframe_example.estimator:AntitheticEstimator",
             summary="two-point antithetic Gaussian differences (2q evaluations)",
             reference="Nesterov & Spokoiny, FoCM 2017 (central-difference variant)",
         )
@@ -26,10 +28,24 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
     return [
         SolverSpec(
             name="tiny-signsgd",
-            cls=TinySignSGD,
+            cls="zoframe_example.solver:TinySignSGD",
             summary="a tiny ZO sign-SGD (example third-party plugin)",
             reference="Liu, Chen, Chen & Hong, signSGD via zeroth-order oracle, ICLR 2019",
             problem_kinds=frozenset({"finite_sum"}),
             contract_params={"eta": 0.02},
+        )
+    ]
+
+
+@hookimpl
+def zoframe_problems() -> Sequence[ProblemSpec]:
+    return [
+        ProblemSpec(
+            name="planted-ls",
+            factory="zoframe_example.problems:planted_least_squares",
+            summary="planted least squares (example problem plugin)",
+            reference="(test problem)",
+            kind="finite_sum",
+            parameters={"dim": "dimension (5)", "n": "components (40)", "seed": "0"},
         )
     ]
