@@ -556,31 +556,26 @@ class _ThreadBridge:
             self._back.release()
 
     def _fun(self, x: Array) -> float:
-        if self._replaying:  # the replayed points come first; once they are used up they never come back
-            if self._free():
-                return self._evaluate(x)
-            self._replaying = False
-        if self._quota <= 0:
-            self._back.release()
-            self._go.acquire()
-            if self._cancel:
-                raise _Cancelled
-        self._quota -= 1
+        self._take(1)
         return self._evaluate(x)
 
     def _batch(self, X: Array) -> tuple[Array, Array | None]:
         """The rows of ``X`` in one call: counted as ``len(X)`` calls of :meth:`_fun` (one pause before)."""
-        if self._replaying:
+        self._take(X.shape[0])
+        return self._evaluate_batch(X)
+
+    def _take(self, k: int) -> None:
+        """Charge ``k`` calls to this chunk's quota, pausing for the driver first when it is used up."""
+        if self._replaying:  # the replayed points come first; once they are used up they never come back
             if self._free():
-                return self._evaluate_batch(X)
+                return
             self._replaying = False
         if self._quota <= 0:
             self._back.release()
             self._go.acquire()
             if self._cancel:
                 raise _Cancelled
-        self._quota -= X.shape[0]
-        return self._evaluate_batch(X)
+        self._quota -= k
 
     def run(self, chunk: int) -> None:
         """Let the peer make up to ``chunk`` more calls (or finish); re-raise its errors here."""
