@@ -51,6 +51,8 @@ from numpy.typing import NDArray
 
 from zoframe.protocols import Array, IntArray
 
+from . import _kernels
+
 __all__ = [
     "FLUSH",
     "PZ",
@@ -93,6 +95,9 @@ def _c_einsum() -> Callable[..., Any]:
 
 
 _EINSUM: Callable[..., Any] = _c_einsum()
+
+#: the compiled kernel (:mod:`zoframe_constrained._kernels`, ``ZOFRAME_KERNEL``), or ``None`` for the numpy code
+_K: Any = _kernels.kernel()
 
 
 def dot_self(v: Array) -> float:
@@ -264,6 +269,14 @@ def _merge(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tup
 def _merge_at(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tuple[IntArray, list[Array], IntArray]:
     """:func:`_merge`, and the positions of ``idx`` in the union (``searchsorted(union, idx)``): when every
     index is present already they are the positions found in ``support``, with no second search."""
+    if _K is not None and len(fills) in (1, 2):
+        if len(fills) == 1:
+            ((a, fa),) = fills
+            union, a2, pos_k = _K.merge1(support, idx, a, float(fa))
+            return union, [a2], pos_k
+        (a, fa), (b, fb) = fills
+        union, a2, b2, pos_k = _K.merge2(support, idx, a, float(fa), b, float(fb))
+        return union, [a2, b2], pos_k
     n = support.shape[0]
     pos = support.searchsorted(idx)
     if n:
@@ -390,6 +403,9 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     floor mass almost every draw lands on a support entry: the gap arithmetic runs on the few draws
     that need it only (the same operations, element for element, as on the whole batch).
     """
+    if _K is not None:
+        res_k: IntArray = _K.sample_sparse(support, values, float(floor), int(m), u)
+        return res_k
     # the excess over the floor (values - floor; with a floor of +0.0 the values themselves, bit for bit)
     r = values if floor == 0.0 and math.copysign(1.0, floor) > 0.0 else values - floor
     cum_r = r.cumsum()

@@ -1,0 +1,169 @@
+"""The optional compiled kernel (``zoframe[fast]``, numba) against the numpy code.
+
+The switch (``ZOFRAME_KERNEL``) is tested everywhere; the kernel itself only where numba is installed
+(skipped otherwise, with the reason). With numba, both paths run in one process (``simplex._K`` set
+to the kernel or to ``None``): the sampling and the support merge give the same arrays bit for bit,
+the iterates of 100 steps agree to 1e-12 relative on real problems,
+and long runs agree in the median over 10 seeds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+import pytest
+
+from zoframe.oracle import CountingOracle
+from zoframe_constrained import _kernels, simplex
+from zoframe_constrained.problems import fairness, pairwise
+from zoframe_constrained.solvers import ADSZOG, DSZOG
+
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed (pip install 'zoframe[fast]')")
+K: Any = _kernels._Lazy() if HAVE_NUMBA else None
+
+
+# ---------------------------------------------------------------------- the switch (with or without numba)
+@pytest.mark.parametrize("value", ["numpy", "NumPy", " numpy "])
+def test_numpy_turns_the_kernel_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(_kernels.ENV, value)
+    assert _kernels.mode() == "numpy"
+    assert _kernels.kernel() is None
+
+
+def test_auto_follows_the_installation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(_kernels.ENV, raising=False)
+    assert _kernels.mode() == ("numba" if HAVE_NUMBA else "numpy")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)  # as without numba
+    assert _kernels.mode() == "numpy"
+    assert _kernels.kernel() is None
+
+
+def test_numba_required_but_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(_kernels.ENV, "numba")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    with pytest.raises(_kernels.KernelError, match=r"requires numba.*zoframe\[fast\]"):
+        _kernels.mode()
+
+
+def test_unknown_value_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(_kernels.ENV, "cuda")
+    with pytest.raises(_kernels.KernelError, match="not one of auto, numpy, numba"):
+        _kernels.mode()
+
+
+# ---------------------------------------------------------------------- the kernel's functions
+def _sparse_forms(rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray, float, int]]:
+    """Floor + support forms: a zero floor, a small and a large floor mass, an empty support, the support
+    at both ends, single entries."""
+    forms = []
+    for m, k, floor_mass in [(1000, 50, 0.0), (1000, 50, 1e-3), (1000, 50, 0.7), (20000, 300, 0.05),
+                             (100, 0, 1.0), (50, 1, 0.5), (10, 10, 0.0), (5000, 2, 0.999)]:  # fmt: skip
+        support = np.sort(rng.choice(m, size=k, replace=False)).astype(np.intp)
+        if k >= 2:
+            support[0], support[-1] = 0, m - 1
+        floor = floor_mass / m if k < m else 0.0
+        values = rng.random(k) ** 4 + floor
+        values *= (1.0 - floor * (m - k)) / values.sum() if k else 1.0
+        forms.append((support, values, floor, m))
+    return forms
+
+
+@needs_numba
+def test_sample_sparse_same_indices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(simplex, "_K", None)  # simplex.* is the numpy code
+    rng = np.random.default_rng(1)
+    for support, values, floor, m in _sparse_forms(rng):
+        u = rng.random(4000)
+        u[:3] = [0.0, np.nextafter(1.0, 0.0), 0.5]
+        ref = simplex.sample_sparse(support, values, floor, m, u)
+        got = K.sample_sparse(support, values, floor, m, u)
+        assert got.dtype == ref.dtype == np.intp
+        np.testing.assert_array_equal(got, ref)
+
+
+@needs_numba
+def test_merge_same_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(simplex, "_K", None)
+    rng = np.random.default_rng(2)
+    for n, k in [(0, 5), (40, 10), (40, 0), (500, 128)]:
+        support = np.sort(rng.choice(1000, size=n, replace=False)).astype(np.intp)
+        for idx in (np.sort(rng.choice(1000, size=k, replace=False)).astype(np.intp), support[: min(k, n)]):
+            a, b = rng.random(n), rng.standard_normal(n)
+            ref_u, ref_f, ref_w = simplex._merge_at(support, idx, (a, 0.25), (b, -1.5))
+            u, fa, fb, w = K.merge2(support, idx, a, 0.25, b, -1.5)
+            for got, ref in [(u, ref_u), (fa, ref_f[0]), (fb, ref_f[1]), (w, ref_w)]:
+                np.testing.assert_array_equal(got, ref)
+            u1, fa1, w1 = K.merge1(support, idx, a, 0.25)
+            np.testing.assert_array_equal(u1, ref_u)
+            np.testing.assert_array_equal(fa1, ref_f[0])
+            np.testing.assert_array_equal(w1, ref_w)
+
+
+# ---------------------------------------------------------------------- iterates, both paths in one process
+def _run(solver: Any, prob: Any, seed: int, steps: int, kernel: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(simplex, "_K", kernel)
+    oracle = CountingOracle(prob)
+    rng = np.random.default_rng(seed)
+    state = solver.init(oracle, np.asarray(prob.x0, dtype=np.float64), rng)
+    for _ in range(steps):
+        state = solver.step(oracle, state, rng)
+    return state, oracle
+
+
+def _close(a: np.ndarray, b: np.ndarray, rel: float) -> bool:
+    scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)), 1e-300)
+    return a.shape == b.shape and float(np.max(np.abs(a - b), initial=0.0)) <= rel * scale
+
+
+_PROBLEMS: dict[str, Any] = {
+    "breast-cancer": lambda: pairwise("breast-cancer", seed=0),
+    "fairness-D1": lambda: fairness("D1", seed=0),
+}
+
+
+@needs_numba
+@pytest.mark.parametrize("prob_name", sorted(_PROBLEMS))
+@pytest.mark.parametrize("solver_name", ["adszog", "dszog"])
+@pytest.mark.parametrize("steps", ["paper", "auto"])
+def test_iterates_agree_over_100_steps(prob_name: str, solver_name: str, steps: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    prob = _PROBLEMS[prob_name]()
+    cls = ADSZOG if solver_name == "adszog" else DSZOG
+    solver = cls(steps=steps, p_form="sparse")  # the form the kernel compiles (fairness: m = 40)
+    for seed in (0, 1):
+        ref, ref_oracle = _run(solver, prob, seed, 100, None, monkeypatch)
+        got, got_oracle = _run(solver, prob, seed, 100, K, monkeypatch)
+        assert (got_oracle.calls, got_oracle.user_calls) == (ref_oracle.calls, ref_oracle.user_calls)
+        dense = [lambda s: s.x, lambda s: solver.outputs(s)["p"]]
+        if solver_name == "adszog":
+            dense.append(lambda s: s.z_w)
+        for field in dense:
+            assert _close(np.asarray(field(got), float), np.asarray(field(ref), float), 1e-12)
+
+
+@needs_numba
+@pytest.mark.slow
+@pytest.mark.parametrize("solver_name", ["adszog", "dszog"])
+def test_long_runs_agree_in_the_median(solver_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Median final objective and max violation over 10 seeds, 3000 steps, breast-cancer pairwise:
+    within 1e-6 relative (objective) and 1e-6 absolute (violation) of the numpy path's."""
+    prob = pairwise("breast-cancer", seed=0)
+    cls = ADSZOG if solver_name == "adszog" else DSZOG
+    solver = cls(steps="paper")
+    med: dict[str, list[float]] = {"f": [], "v": []}
+    figures: dict[str, tuple[float, float]] = {}
+    for name, kernel in [("numpy", None), ("numba", K)]:
+        f0, viol = [], []
+        for seed in range(10):
+            state, _ = _run(solver, prob, seed, 3000, kernel, monkeypatch)
+            x = np.asarray(state.x, dtype=np.float64)
+            f0.append(float(np.mean(prob.components(x[None, :], np.arange(prob.n, dtype=np.intp)))))
+            viol.append(prob.violations(x)["max_violation"])
+        figures[name] = (float(np.median(f0)), float(np.median(viol)))
+        med["f"].append(figures[name][0])
+        med["v"].append(figures[name][1])
+    assert abs(med["f"][0] - med["f"][1]) <= 1e-6 * abs(med["f"][0]), figures
+    assert abs(med["v"][0] - med["v"][1]) <= 1e-6, figures
