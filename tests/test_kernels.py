@@ -167,3 +167,28 @@ def test_long_runs_agree_in_the_median(solver_name: str, monkeypatch: pytest.Mon
         med["v"].append(figures[name][1])
     assert abs(med["f"][0] - med["f"][1]) <= 1e-6 * abs(med["f"][0]), figures
     assert abs(med["v"][0] - med["v"][1]) <= 1e-6, figures
+
+
+# ---------------------------------------------------------------------- numba installed but not importable
+def test_broken_numba_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto``: the first kernel call warns and the numpy code takes over, with its result."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "zoframe_constrained._kernels_numba", None)  # its import now fails
+    support, values = np.array([3, 7], dtype=np.intp), np.array([0.4, 0.5])
+    u = np.random.default_rng(5).random(64)
+    monkeypatch.setattr(simplex, "_K", None)
+    ref = simplex.sample_sparse(support, values, 0.001, 102, u)
+    monkeypatch.setattr(simplex, "_K", _kernels._Lazy(required=False))
+    with pytest.warns(RuntimeWarning, match="could not be imported.*numpy code is used"):
+        got = simplex.sample_sparse(support, values, 0.001, 102, u)
+    np.testing.assert_array_equal(got, ref)
+    assert simplex._K is None
+
+
+def test_broken_numba_required_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "zoframe_constrained._kernels_numba", None)
+    with pytest.raises(_kernels.KernelError, match="ZOFRAME_KERNEL=numba: numba is installed but could not be imported"):
+        _ = _kernels._Lazy(required=True).sample_sparse

@@ -21,14 +21,20 @@ tests of ``steps="auto"`` then amplify into different accept / reject decisions.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
 
 __all__ = ["merge1", "merge2", "sample_sparse"]
 
-_jit: Any = numba.njit(cache=True, nogil=True)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _jit(fn: _F) -> _F:
+    """Compiled on the first call, the machine code cached on disk for the next processes."""
+    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
 
 
 @_jit

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import importlib
 import math
 from typing import Any
+import warnings
 
 import numpy as np
 from numpy.typing import NDArray
@@ -98,6 +99,13 @@ _EINSUM: Callable[..., Any] = _c_einsum()
 
 #: the compiled kernel (:mod:`zoframe_constrained._kernels`, ``ZOFRAME_KERNEL``), or ``None`` for the numpy code
 _K: Any = _kernels.kernel()
+
+
+def _kernel_unavailable(exc: ImportError) -> None:
+    """numba failed to import (``ZOFRAME_KERNEL`` auto): warn once, then the numpy code for good."""
+    global _K
+    _K = None
+    warnings.warn(str(exc), RuntimeWarning, stacklevel=3)
 
 
 def dot_self(v: Array) -> float:
@@ -269,14 +277,17 @@ def _merge(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tup
 def _merge_at(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tuple[IntArray, list[Array], IntArray]:
     """:func:`_merge`, and the positions of ``idx`` in the union (``searchsorted(union, idx)``): when every
     index is present already they are the positions found in ``support``, with no second search."""
-    if _K is not None and len(fills) in (1, 2):
-        if len(fills) == 1:
-            ((a, fa),) = fills
-            union, a2, pos_k = _K.merge1(support, idx, a, float(fa))
-            return union, [a2], pos_k
-        (a, fa), (b, fb) = fills
-        union, a2, b2, pos_k = _K.merge2(support, idx, a, float(fa), b, float(fb))
-        return union, [a2, b2], pos_k
+    if _K is not None and len(fills) in (1, 2):  # the compiled kernel: the same arrays
+        try:
+            if len(fills) == 1:
+                ((a, fa),) = fills
+                union, a2, pos_k = _K.merge1(support, idx, a, float(fa))
+                return union, [a2], pos_k
+            (a, fa), (b, fb) = fills
+            union, a2, b2, pos_k = _K.merge2(support, idx, a, float(fa), b, float(fb))
+            return union, [a2, b2], pos_k
+        except _kernels.KernelUnavailable as exc:
+            _kernel_unavailable(exc)
     n = support.shape[0]
     pos = support.searchsorted(idx)
     if n:
@@ -403,9 +414,12 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     floor mass almost every draw lands on a support entry: the gap arithmetic runs on the few draws
     that need it only (the same operations, element for element, as on the whole batch).
     """
-    if _K is not None:
-        res_k: IntArray = _K.sample_sparse(support, values, float(floor), int(m), u)
-        return res_k
+    if _K is not None:  # the compiled kernel: the same indices
+        try:
+            res_k: IntArray = _K.sample_sparse(support, values, float(floor), int(m), u)
+            return res_k
+        except _kernels.KernelUnavailable as exc:
+            _kernel_unavailable(exc)
     # the excess over the floor (values - floor; with a floor of +0.0 the values themselves, bit for bit)
     r = values if floor == 0.0 and math.copysign(1.0, floor) > 0.0 else values - floor
     cum_r = r.cumsum()
