@@ -192,3 +192,23 @@ def test_broken_numba_required_is_an_error(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "zoframe_constrained._kernels_numba", None)
     with pytest.raises(_kernels.KernelError, match="ZOFRAME_KERNEL=numba: numba is installed but could not be imported"):
         _ = _kernels._Lazy(required=True).sample_sparse
+
+
+# ---------------------------------------------------------------------- what the dense form pays
+def test_dense_form_runs_never_import_numba() -> None:
+    """Small problems (dense p, as the README quick start's fairness table, m = 40-80) never reach the
+    compiled functions, so they do not pay numba's import (about 0.7 s) even with the kernel on."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, zoframe\n"
+        "from zoframe_constrained.problems import fairness\n"
+        "for name in ('adszog', 'dszog'):\n"
+        "    zoframe.minimize(fairness('D1', seed=0), name, rng=0, max_iter=50)\n"
+        "print('numba' in sys.modules)\n"
+    )
+    env = dict(os.environ, ZOFRAME_KERNEL="auto")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False", out.stdout + out.stderr
