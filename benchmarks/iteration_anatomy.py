@@ -6,7 +6,10 @@ Problems: pairwise breast-cancer (scikit-learn's bundled set, d = 31, m ~ 19k) a
 |M1| = |M2| = |M3| = 128, ``p_form="auto"``: the sparse floor + support form of p; ``steps="paper"``:
 the papers' iteration with these fixed steps, where the solvers have that option).
 
-For each (problem, solver), single-threaded BLAS, ``--repeats`` repetitions (median reported):
+For each (problem, solver) and each implementation of the simplex work (``--kernels``: ``numpy``, the
+reference, and ``numba``, the compiled kernel of ``zoframe[fast]``, left out with a note when numba
+is not installed; see docs/performance.md), single-threaded BLAS, ``--repeats`` repetitions, the
+implementations' bare loops interleaved repetition by repetition (median reported):
 
 * ``us_per_it``: wall time per step of ``solver.step`` in a bare loop (``init`` excluded);
 * ``user_us_per_it``: the time spent inside the problem's ``components`` and ``constraints`` in
@@ -24,11 +27,17 @@ For each (problem, solver), single-threaded BLAS, ``--repeats`` repetitions (med
   ``checks`` (the solver's finiteness and divergence checks), ``rest`` (the w update, the new
   state). The wrappers cost about 0.3 us each, so ``parts_total_us`` is a little above ``us_per_it``.
 * ``top_tottime``: the ten functions with the largest own time under cProfile (one run; cProfile's
-  per-call cost inflates small calls, so use it to rank, not to measure).
+  per-call cost inflates small calls, so use it to rank, not to measure);
+* ``--defaults``: the solvers' default parameters (``steps="auto"``, its own batch sizes) instead;
+* ``speedup_numba``: the median over repetitions of the paired ratio numpy step time / numba step time.
+
+The figures of each implementation are under its name (``entry[solver]["numpy"]``, ``["numba"]``);
+the JSON also names the numpy, scipy and numba versions.
 
 Prints one final line of JSON.
 
     python benchmarks/iteration_anatomy.py [--iters 1000] [--repeats 5] [--problems breast-cancer,a9a]
+                                           [--kernels numpy,numba] [--defaults]
 """
 
 from __future__ import annotations
@@ -249,10 +258,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--problems", default="breast-cancer,a9a")
     ap.add_argument("--solvers", default="adszog,dszog")
+    ap.add_argument("--defaults", action="store_true",
+                    help="the solvers' default parameters (steps='auto', ...) instead of the fixed paper settings")
     ap.add_argument("--kernels", default="numpy,numba",
                     help="implementations of the simplex work to time: numpy (the reference), numba (the compiled "
                          "kernel; left out, with a note, when numba is not installed)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.defaults:
+        PARAMS.clear()
+        for extra in EXTRA.values():
+            extra.clear()
     kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
     if any(k not in ("numpy", "numba") for k in kernels) or not kernels:
         ap.error(f"--kernels takes numpy and/or numba, got {args.kernels!r}")

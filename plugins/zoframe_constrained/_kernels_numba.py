@@ -1,4 +1,4 @@
-"""Compiled (numba) versions of the hot loops of :mod:`zoframe_constrained.simplex` for the floor + support form of p.
+"""The compiled (numba) kernel of :mod:`zoframe_constrained.simplex`: sampling from p in the floor + support form.
 
 Used through :mod:`zoframe_constrained._kernels` (the switch); imported only when the kernel is active,
 numba being installed. No randomness here: the functions receive the uniforms the numpy path draws.
@@ -6,17 +6,14 @@ Only the sparse form's work is compiled (the form ``p_form="auto"`` picks from 1
 where it was measured to pay); the dense form keeps the numpy code, so that runs on small problems
 never import numba.
 
-* :func:`sample_sparse`: ``M2 ~ p`` (DSZOG Alg. 1 l.6, ADSZOG Alg. 1 l.10), one binary search per
-  draw instead of a dozen vector operations; the same floating-point operations as the numpy code (a
-  sequential cumulative sum, the same products and sums element for element): the same indices.
-* :func:`merge1`, :func:`merge2`: the insertion of the sampled constraints ``M3`` into the support
-  (DSZOG's ascent step, ADSZOG's moving average of ``z_p``, Alg. 1 l.15); data movement only, the same
-  arrays as the numpy code.
-
-Both give the numpy code's results bit for bit, so the iterates are the same with and without the
-kernel. The projection's threshold is not compiled: it cost under 5% of a step (breast-cancer
-pairwise, 4%), and a compiled sum cannot repeat the BLAS dot product's rounding, which the step-length
-tests of ``steps="auto"`` then amplify into different accept / reject decisions.
+:func:`sample_sparse`: ``M2 ~ p`` (DSZOG Alg. 1 l.6, ADSZOG Alg. 1 l.10), one binary search per
+draw instead of a dozen vector operations over the batch; the same floating-point operations as the
+numpy code (a sequential cumulative sum, the same products and sums element for element), hence the
+same indices bit for bit, and the same iterates with and without the kernel. Not compiled, after measuring (docs/performance.md): the insertion of ``M3`` into the support
+(a compiled merge saved under 2% of a step: it is data movement over the support either way), and the
+projection's threshold (4% of a breast-cancer step, 7% on a9a), whose compiled sum cannot repeat the
+BLAS dot product's rounding: differences in the last bits, which the step-length tests of
+``steps="auto"`` turned into different accept / reject decisions within 100 steps (fairness D1).
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-__all__ = ["merge1", "merge2", "sample_sparse"]
+__all__ = ["sample_sparse"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -83,61 +80,3 @@ def sample_sparse(support: Any, values: Any, floor: float, m: int, u: Any) -> An
         out[i] = min(max(j, 0), m - 1)
     return out
 
-
-@_jit
-def _absent(support: Any, idx: Any) -> tuple[Any, Any, int]:
-    """``searchsorted(support, idx)``, which of ``idx`` are missing from ``support``, and how many."""
-    n = support.shape[0]
-    pos = np.searchsorted(support, idx)
-    absent = np.zeros(idx.shape[0], dtype=np.bool_)
-    new = 0
-    for j in range(idx.shape[0]):
-        if n == 0 or support[min(pos[j], n - 1)] != idx[j]:
-            absent[j] = True
-            new += 1
-    return pos, absent, new
-
-
-@_jit
-def _scatter(src: Any, vals: Any, pos: Any, absent: Any, new: int) -> Any:
-    """``src`` with ``vals[j]`` inserted before the old position ``pos[j]`` for each absent ``j`` (in order)."""
-    n = src.shape[0]
-    out = np.empty(n + new, dtype=src.dtype)
-    o = 0
-    old = 0
-    for j in range(pos.shape[0]):
-        if absent[j]:
-            slot = pos[j] + o - old  # the old position plus the entries inserted so far
-            while o < slot:
-                out[o] = src[old]
-                o += 1
-                old += 1
-            out[o] = vals[j]
-            o += 1
-    while old < n:
-        out[o] = src[old]
-        o += 1
-        old += 1
-    return out
-
-
-@_jit
-def merge1(support: Any, idx: Any, a: Any, fill_a: float) -> tuple[Any, Any, Any]:
-    """:func:`zoframe_constrained.simplex._merge_at` with one filled array: the same arrays, bit for bit."""
-    pos, absent, new = _absent(support, idx)
-    if new == 0:
-        return support, a, pos
-    union = _scatter(support, idx, pos, absent, new)
-    return union, _scatter(a, np.full(idx.shape[0], fill_a), pos, absent, new), np.searchsorted(union, idx)
-
-
-@_jit
-def merge2(support: Any, idx: Any, a: Any, fill_a: float, b: Any, fill_b: float) -> tuple[Any, Any, Any, Any]:
-    """:func:`zoframe_constrained.simplex._merge_at` with two filled arrays: the same arrays, bit for bit."""
-    pos, absent, new = _absent(support, idx)
-    if new == 0:
-        return support, a, b, pos
-    union = _scatter(support, idx, pos, absent, new)
-    out_a = _scatter(a, np.full(idx.shape[0], fill_a), pos, absent, new)
-    out_b = _scatter(b, np.full(idx.shape[0], fill_b), pos, absent, new)
-    return union, out_a, out_b, np.searchsorted(union, idx)

@@ -277,17 +277,6 @@ def _merge(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tup
 def _merge_at(support: IntArray, idx: IntArray, *fills: tuple[Array, float]) -> tuple[IntArray, list[Array], IntArray]:
     """:func:`_merge`, and the positions of ``idx`` in the union (``searchsorted(union, idx)``): when every
     index is present already they are the positions found in ``support``, with no second search."""
-    if _K is not None and len(fills) in (1, 2):  # the compiled kernel: the same arrays
-        try:
-            if len(fills) == 1:
-                ((a, fa),) = fills
-                union, a2, pos_k = _K.merge1(support, idx, a, float(fa))
-                return union, [a2], pos_k
-            (a, fa), (b, fb) = fills
-            union, a2, b2, pos_k = _K.merge2(support, idx, a, float(fa), b, float(fb))
-            return union, [a2, b2], pos_k
-        except _kernels.KernelUnavailable as exc:
-            _kernel_unavailable(exc)
     n = support.shape[0]
     pos = support.searchsorted(idx)
     if n:
