@@ -8,12 +8,14 @@ steps agree to 1e-12 relative on real problems, and long runs agree in the media
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import importlib.util
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
+import zoframe
 from zoframe.oracle import CountingOracle
 from zoframe_constrained import _kernels, simplex
 from zoframe_constrained.problems import fairness, pairwise
@@ -113,12 +115,12 @@ def test_iterates_agree_over_100_steps(prob_name: str, solver_name: str, steps: 
                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     prob = _PROBLEMS[prob_name]()
     cls = ADSZOG if solver_name == "adszog" else DSZOG
-    solver = cls(steps=steps, p_form="sparse")  # the form the kernel compiles (fairness: m = 40)
+    solver = cls(steps=cast(Any, steps), p_form="sparse")  # the form the kernel compiles (fairness: m = 40)
     for seed in (0, 1):
         ref, ref_oracle = _run(solver, prob, seed, 100, None, monkeypatch)
         got, got_oracle = _run(solver, prob, seed, 100, K, monkeypatch)
         assert (got_oracle.calls, got_oracle.user_calls) == (ref_oracle.calls, ref_oracle.user_calls)
-        dense = [lambda s: s.x, lambda s: solver.outputs(s)["p"]]
+        dense: list[Callable[[Any], Any]] = [lambda s: s.x, lambda s: solver.outputs(s)["p"]]
         if solver_name == "adszog":
             dense.append(lambda s: s.z_w)
         for field in dense:
@@ -171,7 +173,7 @@ def test_broken_numba_required_is_an_error(monkeypatch: pytest.MonkeyPatch) -> N
     import sys
 
     monkeypatch.setitem(sys.modules, "zoframe_constrained._kernels_numba", None)
-    with pytest.raises(_kernels.KernelError, match="ZOFRAME_KERNEL=numba: numba is installed but could not be imported"):
+    with pytest.raises(_kernels.KernelError, match="ZOFRAME_KERNEL=numba: numba is installed but could not be"):
         _ = _kernels._Lazy(required=True).sample_sparse
 
 
@@ -193,3 +195,38 @@ def test_dense_form_runs_never_import_numba() -> None:
     env = dict(os.environ, ZOFRAME_KERNEL="auto")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stdout + out.stderr
+
+
+# ---------------------------------------------------------------------- determinism with the kernel on
+_RUN: dict[str, Any] = {"rng": 3, "max_iter": 40, "record_every": 10}
+
+
+def _solve(kernel: str, executor: Any = None, chunks: int | None = None) -> tuple[Any, ...]:
+    """A short sparse-form adszog run with the given implementation (also run inside pool workers)."""
+    simplex._K = K if kernel == "numba" else None
+    res = zoframe.minimize(pairwise("breast-cancer", seed=0), "adszog", executor=executor, chunks=chunks, **_RUN)
+    return res.x, res.fun, res.nfev, res.outputs["p"], np.asarray(res.trace["fun"])
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return all(np.array_equal(np.asarray(u), np.asarray(v)) for u, v in zip(a, b, strict=True))
+
+
+@needs_numba
+def test_kernel_runs_are_bit_identical_serially_with_chunks_and_in_a_process_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the kernel on: the same seed gives the same Result serially, with ``chunks`` on a thread pool,
+    with a process pool evaluating the batches, and run whole inside a pool worker; and the same as the
+    numpy path's."""
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    monkeypatch.setattr(simplex, "_K", simplex._K)  # restored after the test (_solve sets it)
+    serial = _solve("numba")
+    assert _same(serial, _solve("numpy"))
+    with ThreadPoolExecutor(2) as ex:
+        assert _same(serial, _solve("numba", ex, chunks=3))
+    with ProcessPoolExecutor(2) as ex:
+        assert _same(serial, _solve("numba", ex))
+        whole = [ex.submit(_solve, "numba").result() for _ in range(2)]
+    assert all(_same(serial, w) for w in whole)

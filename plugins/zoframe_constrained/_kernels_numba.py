@@ -79,4 +79,3 @@ def sample_sparse(support: Any, values: Any, floor: float, m: int, u: Any) -> An
             j = min(j, nxt - 1)
         out[i] = min(max(j, 0), m - 1)
     return out
-
