@@ -33,6 +33,10 @@ before index ``j`` is ``floor * j + sum_{S_k < j} (p_{S_k} - floor)``, so a draw
 ``O(log |S|)`` after an ``O(|S|)`` prefix sum over the support. Both forms return the same index
 for the same uniform variate (up to rounding at the boundaries).
 
+With numba installed (``zoframe[fast]``), :func:`sample_sparse` runs as compiled code
+(:mod:`zoframe_constrained._kernels_numba`) with the same floating-point operations, hence the same
+indices; ``ZOFRAME_KERNEL=numpy`` keeps the numpy code (:mod:`zoframe_constrained._kernels`).
+
 Entries below the smallest normal float are flushed to zero: otherwise entries that decay
 geometrically become subnormal after some thousand iterations and every vector operation on them
 runs several times slower.
@@ -403,8 +407,8 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     floor mass almost every draw lands on a support entry: the gap arithmetic runs on the few draws
     that need it only (the same operations, element for element, as on the whole batch).
     """
-    if _K is not None:  # the compiled kernel: the same indices
-        try:
+    if _K is not None and support.dtype == np.intp and values.dtype == u.dtype == np.float64:
+        try:  # the compiled kernel: the same indices (other dtypes keep numpy's arithmetic)
             res_k: IntArray = _K.sample_sparse(support, values, float(floor), int(m), u)
             return res_k
         except _kernels.KernelUnavailable as exc:
