@@ -1,11 +1,11 @@
 """The switch for the optional compiled kernel of :mod:`zoframe_constrained.simplex`.
 
-``zoframe[fast]`` installs numba; the compiled versions of the hot loops of the DSZOG / ADSZOG step
-(:mod:`zoframe_constrained._kernels_numba`) are then used automatically. The environment variable
+``zoframe[fast]`` installs numba; the compiled code of the DSZOG / ADSZOG step (the sampling from p in
+the floor + support form, :mod:`zoframe_constrained._kernels_numba`) is then used automatically. The environment variable
 ``ZOFRAME_KERNEL`` chooses, read once when :mod:`zoframe_constrained.simplex` is imported:
 
 ``auto`` (default)
-    the compiled kernel when numba is importable, the numpy code otherwise;
+    the compiled kernel when numba is installed, the numpy code otherwise;
 ``numpy``
     always the numpy code (the reference);
 ``numba``
