@@ -23,9 +23,10 @@ cocoex         ``coco``         the ``bbob`` suite of ``zoframe bench``
 
 ``pip install "zoframe[all]"`` installs the extras of the reproductions, the examples and the docs:
 exactly :data:`ALL_EXTRAS` (``cvxpy``, ``data``, ``plot``; ``-e ".[all]"`` in a clone). The others
-(``peers``, ``distributed``, ``coco``, and ``bench`` = ``peers`` + ``plot`` + PDFO) are installed
-by name (``dev`` adds ``distributed`` and ``peers``). The message of :func:`require` names the extra that installs the
-missing module and says whether ``all`` holds it.
+(``peers``, ``distributed``, ``coco``, ``fast`` = numba for the compiled kernel of ``dszog`` /
+``adszog``, and ``bench`` = ``peers`` + ``plot`` + PDFO) are installed by name (``dev`` adds
+``distributed``, ``peers`` and ``fast``). The message of :func:`require` names the extra that
+installs the missing module and says whether ``all`` holds it.
 """
 
 from __future__ import annotations

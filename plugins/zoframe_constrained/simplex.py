@@ -33,6 +33,10 @@ before index ``j`` is ``floor * j + sum_{S_k < j} (p_{S_k} - floor)``, so a draw
 ``O(log |S|)`` after an ``O(|S|)`` prefix sum over the support. Both forms return the same index
 for the same uniform variate (up to rounding at the boundaries).
 
+With numba installed (``zoframe[fast]``), :func:`sample_sparse` runs as compiled code
+(:mod:`zoframe_constrained._kernels_numba`) with the same floating-point operations, hence the same
+indices; ``ZOFRAME_KERNEL=numpy`` keeps the numpy code (:mod:`zoframe_constrained._kernels`).
+
 Entries below the smallest normal float are flushed to zero: otherwise entries that decay
 geometrically become subnormal after some thousand iterations and every vector operation on them
 runs several times slower.
@@ -45,11 +49,14 @@ from dataclasses import dataclass
 import importlib
 import math
 from typing import Any
+import warnings
 
 import numpy as np
 from numpy.typing import NDArray
 
 from zoframe.protocols import Array, IntArray
+
+from . import _kernels
 
 __all__ = [
     "FLUSH",
@@ -93,6 +100,16 @@ def _c_einsum() -> Callable[..., Any]:
 
 
 _EINSUM: Callable[..., Any] = _c_einsum()
+
+#: the compiled kernel (:mod:`zoframe_constrained._kernels`, ``ZOFRAME_KERNEL``), or ``None`` for the numpy code
+_K: Any = _kernels.kernel()
+
+
+def _kernel_unavailable(exc: ImportError) -> None:
+    """numba failed to import (``ZOFRAME_KERNEL`` auto): warn once, then the numpy code for good."""
+    global _K
+    _K = None
+    warnings.warn(str(exc), RuntimeWarning, stacklevel=3)
 
 
 def dot_self(v: Array) -> float:
@@ -390,6 +407,12 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     floor mass almost every draw lands on a support entry: the gap arithmetic runs on the few draws
     that need it only (the same operations, element for element, as on the whole batch).
     """
+    if _K is not None and support.dtype == np.intp and values.dtype == u.dtype == np.float64:
+        try:  # the compiled kernel: the same indices (other dtypes keep numpy's arithmetic)
+            res_k: IntArray = _K.sample_sparse(support, values, float(floor), int(m), u)
+            return res_k
+        except _kernels.KernelUnavailable as exc:
+            _kernel_unavailable(exc)
     # the excess over the floor (values - floor; with a floor of +0.0 the values themselves, bit for bit)
     r = values if floor == 0.0 and math.copysign(1.0, floor) > 0.0 else values - floor
     cum_r = r.cumsum()
