@@ -15,11 +15,12 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 * ``slsqp-fd``         ``scipy.optimize.minimize(method="SLSQP", jac="2-point")``: forward-difference
                        gradients of f0 and of the constraint vector (one black box, no ``jac`` given, so
                        scipy differentiates it by forward differences too); the smooth-problem method a
-                       scipy user tries first. It is called directly, like the other scipy methods here,
-                       not through zoframe's ``slsqp-fd`` peer: the figure compares against what a user of
-                       scipy runs, with the same Python functions as every other peer of this script
-                       (zoframe's peer batches the ``d`` difference points into one call, which plain
-                       scipy does not);
+                       scipy user tries first. It is called directly, like the other scipy methods here:
+                       what a user of scipy runs, with the same Python functions as every other peer of
+                       this script (one call per difference point);
+* ``zoframe-slsqp-fd`` the same method through zoframe's registered ``slsqp-fd`` peer
+                       (``zoframe.minimize(problem, "slsqp-fd", points_per_step=1)``: the difference points
+                       batched into one oracle call, every point checked), for a user of zoframe's peers;
 * ``pdfo-cobyla``      PDFO's COBYLA (Powell's Fortran code) with the same constraint vector;
 * ``cma-al``           pycma's augmented Lagrangian ``cma.fmin_con2`` with the constraint vector;
 * ``ng-cobyla``, ``ng-ngopt``  nevergrad's Cobyla and NGOpt, told the max violation as the
@@ -29,7 +30,9 @@ zoframe's hyper-parameters are fixed here, not tuned per run: ``eta_w = 3e-2``, 
 ``beta = 10``, ``steps="paper"`` (these fixed steps, not the backtracking mode), the other defaults
 (``q = 10``, batches 128). Every stochastic method runs once per
 seed of ``--seeds`` (the deterministic COBYLAs once); the JSON gives each method's per-seed times to
-target and their median (a seed that never reaches the target counts as infinitely slow). For each
+target and their median (a seed that never reaches the target counts as infinitely slow);
+``evaluations`` counts the peers' points, and for the methods run through ``zoframe.minimize`` (adszog,
+zopsgd, zoframe-slsqp-fd) the oracle's evaluations (``n + m`` per point of a peer). For each
 problem, ``best_peer`` names the FASTEST peer (smallest median time to target among the methods run
 that are not zoframe's adszog variants; ``zopsgd`` counts as a peer) and ``speedup_adszog_vs_best_peer``
 = that peer's median / the best adszog variant's median (named in ``best_adszog``); the old key
@@ -256,7 +259,7 @@ except ImportError:  # pragma: no cover - the constrained plugin is first-party
     pass
 #: the a9a target's place between f0(0) (0) and the white-box reference minimum (1)
 TARGET_FRACTION = 0.5
-DETERMINISTIC = ("scipy-cobyla", "slsqp-fd", "pdfo-cobyla")
+DETERMINISTIC = ("scipy-cobyla", "slsqp-fd", "zoframe-slsqp-fd", "pdfo-cobyla")
 ZOFRAME = ("adszog", "adszog+restore")
 
 
@@ -286,6 +289,8 @@ def run_method(
         "zopsgd": lambda: run_zoframe(problem, tracker, "zopsgd", {"eta": 1e-2, "time_cap": budget}, 1, seed),
         "scipy-cobyla": lambda: run_scipy_cobyla(problem, tracker),
         "slsqp-fd": lambda: run_scipy_slsqp_fd(problem, tracker),
+        # one point per step: the callback checks every point the peer evaluates
+        "zoframe-slsqp-fd": lambda: run_zoframe(problem, tracker, "slsqp-fd", {"points_per_step": 1}, 1, seed),
         "pdfo-cobyla": lambda: run_pdfo_cobyla(problem, tracker),
         "cma-al": lambda: run_cma(problem, tracker, seed),
         "ng-cobyla": lambda: run_nevergrad(problem, tracker, "Cobyla", seed),
@@ -357,8 +362,8 @@ def median_time(times: list[float | None]) -> float | None:
     return None if math.isinf(med) else med
 
 
-METHODS = ("adszog", "adszog+restore", "zopsgd", "scipy-cobyla", "slsqp-fd", "pdfo-cobyla", "cma-al", "ng-cobyla",
-           "ng-ngopt")  # fmt: skip
+METHODS = ("adszog", "adszog+restore", "zopsgd", "scipy-cobyla", "slsqp-fd", "zoframe-slsqp-fd", "pdfo-cobyla",
+           "cma-al", "ng-cobyla", "ng-ngopt")  # fmt: skip
 
 
 def best_peer_ratio(medians: dict[str, float | None], budget: float) -> dict[str, Any]:
