@@ -29,7 +29,9 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 zoframe's hyper-parameters are fixed here, not tuned per run: ``eta_w = 3e-2``, ``eta_p = 1e-2``,
 ``beta = 10``, ``steps="paper"`` (these fixed steps, not the backtracking mode), the other defaults
 (``q = 10``, batches 128). Every stochastic method runs once per
-seed of ``--seeds`` (the deterministic COBYLAs once); the JSON gives each method's per-seed times to
+seed of ``--seeds`` (the deterministic SLSQPs and COBYLAs ``--repeats`` times, default once); the runs
+are interleaved round by round across the methods (round k runs every method's k-th run), and with
+``--stop-at-target`` every run but each method's first stops at the target; the JSON gives each method's per-seed times to
 target and their median (a seed that never reaches the target counts as infinitely slow);
 ``evaluations`` counts the peers' points, and for the methods run through ``zoframe.minimize`` (adszog,
 zopsgd, zoframe-slsqp-fd) the oracle's evaluations (``n + m`` per point of a peer). For each
@@ -141,6 +143,8 @@ class Tracker:
         self.evals += 1
         f = self.f0(w)
         self.check(w, f)
+        if self.stop_at_target and self.time_to(self.target) is not None:
+            raise _Stop
         return f
 
     def report(self) -> dict[str, Any]:
@@ -404,7 +408,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--peer-seeds", type=int, default=None,
                     help="run the stochastic peers (zopsgd, pycma, nevergrad) on only the first K seeds")  # fmt: skip
     ap.add_argument("--stop-at-target", action="store_true",
-                    help="stop zoframe's runs at the target after the first seed (which runs the full budget)")  # fmt: skip
+                    help="stop each method's runs at the target after its first run (which runs the full budget)")  # fmt: skip
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of each deterministic peer (SLSQP, COBYLA), median taken; runs interleaved across methods")  # fmt: skip
     ap.add_argument("--target-bc", type=float, default=0.18, help="objective target on breast-cancer pairwise")
     ap.add_argument("--target-a9a", type=float, default=None,
                     help="objective target on a9a (default: halfway from f0(0) to the white-box reference minimum)")  # fmt: skip
@@ -418,6 +424,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--seeds must be comma-separated integers, e.g. 0,1,2; got {args.seeds!r}")
     if not args.seeds:
         ap.error("--seeds is empty: give at least one seed, e.g. --seeds 0")
+    if args.repeats < 1:
+        ap.error(f"--repeats must be at least 1, got {args.repeats}")
     if args.peer_seeds is not None and args.peer_seeds < 1:
         ap.error(f"--peer-seeds must be at least 1, got {args.peer_seeds}")
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -457,22 +465,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                  "methods": {}}  # fmt: skip
         print(f"{pname}: target f0 <= {target:.4f} ({target_from}; f0(0) = {f_start:.4f}, "
               f"reference {ref['reference_f0']:.4f})", flush=True)  # fmt: skip
+        plan: dict[str, list[int]] = {}  # each method's seeds, one per run
         for name in methods:
             if name in DETERMINISTIC:
-                run_seeds = seeds[:1]
+                plan[name] = seeds[:1] * args.repeats
             elif name in ZOFRAME or args.peer_seeds is None:
-                run_seeds = seeds
+                plan[name] = list(seeds)
             else:
-                run_seeds = seeds[: args.peer_seeds]
-            runs = []
-            for seed in run_seeds:
-                stop = args.stop_at_target and name in ZOFRAME and seed != run_seeds[0]
-                res = run_method(name, problem, target, args.budget, args.restore_after, seed, stop)
-                res["seed"] = seed
-                runs.append(res)
-            times = [r.get("time_to_target") for r in runs]
+                plan[name] = seeds[: args.peer_seeds]
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in methods}
+        for k in range(max(len(v) for v in plan.values())):  # round k: every method's k-th run, interleaved
+            for name in methods:
+                if k >= len(plan[name]):
+                    continue
+                stop = args.stop_at_target and k > 0
+                res = run_method(name, problem, target, args.budget, args.restore_after, plan[name][k], stop)
+                res["seed"] = plan[name][k]
+                res["run"] = k
+                runs[name].append(res)
+        for name in methods:
+            times = [r.get("time_to_target") for r in runs[name]]
             entry["methods"][name] = {"median_time_to_target": median_time(times), "times_to_target": times,
-                                      "runs": runs}  # fmt: skip
+                                      "runs": runs[name]}  # fmt: skip
             print(f"  {name}: median time to target {entry['methods'][name]['median_time_to_target']} "
                   f"({times})", flush=True)  # fmt: skip
         medians = {k: v["median_time_to_target"] for k, v in entry["methods"].items()}

@@ -66,6 +66,7 @@ def test_defaults_include_slsqp_fd(peers: ModuleType) -> None:
         (["--budget", "0"], "--budget must be a positive number"),
         (["--budget", "nan"], "--budget must be a positive number"),
         (["--peer-seeds", "0"], "--peer-seeds must be at least 1"),
+        (["--repeats", "0"], "--repeats must be at least 1"),
         (["--problems", " "], "--problems is empty"),
     ],
 )
