@@ -28,24 +28,25 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 
 zoframe's hyper-parameters are fixed here, not tuned per run: ``eta_w = 3e-2``, ``eta_p = 1e-2``,
 ``beta = 10``, ``steps="paper"`` (these fixed steps, not the backtracking mode), the other defaults
-(``q = 10``, batches 128). Every stochastic method runs once per
-seed of ``--seeds`` (the deterministic SLSQPs and COBYLAs ``--repeats`` times, default once); the runs
-are interleaved round by round across the methods (round k runs every method's k-th run), and with
-``--stop-at-target`` every run but each method's first stops at the target; the JSON gives each method's per-seed times to
-target and their median (a seed that never reaches the target counts as infinitely slow);
-``evaluations`` counts the peers' points, and for the methods run through ``zoframe.minimize`` (adszog,
-zopsgd, zoframe-slsqp-fd) the oracle's evaluations (``n + m`` per point of a peer). For each
-problem, ``best_peer`` names the FASTEST peer (smallest median time to target among the methods run
-that are not zoframe's adszog variants; ``zopsgd`` counts as a peer) and ``speedup_adszog_vs_best_peer``
-= that peer's median / the best adszog variant's median (named in ``best_adszog``); the old key
-``speedup_adszog_vs_best_other`` holds the same number. When no peer reaches the target,
-``speedup_lower_bound`` = budget / adszog's median instead. The final line's ``headline`` repeats these
-per problem.
+(``q = 10``, batches 128). Every stochastic method runs once per seed of ``--seeds`` (the
+deterministic SLSQPs and COBYLAs ``--repeats`` times, default once); the runs are interleaved round
+by round across the methods (round k runs every method's k-th run), and with ``--stop-at-target``
+every run but each method's first stops at the target. Every method runs with one BLAS thread
+(``zoframe.minimize``'s own default; a loaded machine slows multi-threaded small products a lot).
+The JSON gives each method's per-run times to target and their median (a run that never reaches
+the target counts as infinitely slow); ``evaluations`` counts the peers' points, and for the
+methods run through ``zoframe.minimize`` (adszog, zopsgd, zoframe-slsqp-fd) the oracle's evaluations
+(``n + m`` per point of a peer). For each problem, ``best_peer`` names the FASTEST peer (smallest
+median time to target among the methods run that are not zoframe's adszog variants; ``zopsgd``
+counts as a peer) and ``speedup_adszog_vs_best_peer`` = that peer's median / the faster adszog
+variant's median (named in ``best_adszog``); the earlier key ``speedup_adszog_vs_best_other`` holds
+the same number. When no peer reaches the target, ``speedup_lower_bound`` = budget / adszog's
+median instead. The final line's ``headline`` repeats these per problem.
 
 For the zoframe solvers, the point reported is the best feasible point seen by the checks (the
 ``last_iterate_*`` fields give the final iterate). The clock counts each method's own time: the
 target checks (objective over all n samples and the exact violation, after every peer evaluation
-and every 10 zoframe iterations) are subtracted.
+and every 10 zoframe iterations, every step of zoframe-slsqp-fd) are subtracted.
 
 The objective targets are fixed before any method runs and depend on none of them:
 
@@ -63,6 +64,8 @@ The objective targets are fixed before any method runs and depend on none of the
 Prints ONE final line of JSON::
 
     python benchmarks/peers.py --budget 60 --seeds 0,1,2,3,4
+    python benchmarks/peers.py --problems breast-cancer --methods adszog,slsqp-fd,zoframe-slsqp-fd \
+        --seeds 0,1,2,3,4 --repeats 5 --budget 20 --stop-at-target
 """
 
 from __future__ import annotations
