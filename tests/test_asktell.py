@@ -213,7 +213,8 @@ SCRIPT = textwrap.dedent(
 
     def main():
         prob = zoframe.default_registry().make_problem("kkt-qp", dim=4, m=6, n=5, seed=2)
-        kw = dict(max_iter=12, record_every=3, eta_w=0.02, eta_p=0.05, beta=2.0, q=3, M1=2, M2=3, M3=3)
+        # small_problem=0: the penalty steps (a small problem would start in the precision phase and end sooner)
+        kw = dict(max_iter=12, record_every=3, eta_w=0.02, eta_p=0.05, beta=2.0, q=3, M1=2, M2=3, M3=3, small_problem=0)
 
         def ev(req):
             if req.kind == "objective":
@@ -307,7 +308,8 @@ def test_resume_refuses_other_settings(tmp_path: Path) -> None:
 def test_a_constrained_shape_asks_for_constraints_and_minimax_shapes_for_pairs() -> None:
     shape = ProblemShape(kind="constrained", dim=3, n=2, m=4, x0=np.zeros(3))
     kinds: set[str] = set()
-    with Run(shape, "dszog", rng=0, max_iter=3, q=2, M1=2, M2=2, M3=2) as run:
+    # small_problem=0: three penalty steps (the precision phase from x0 would converge on this shape in two)
+    with Run(shape, "dszog", rng=0, max_iter=3, q=2, M1=2, M2=2, M3=2, small_problem=0) as run:
         while (req := run.ask()) is not None:
             kinds.add(req.kind)
             if req.kind == "constraint":

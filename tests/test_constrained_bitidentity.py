@@ -158,6 +158,8 @@ def run_case(case: tuple[str, str, str, str, int]) -> dict[str, np.ndarray]:
             v = float(val)
             out[f"state.{key}"] = np.array(v if not math.isnan(v) else -1.2345e300)
             continue
+        if isinstance(val, tuple):  # a tuple of arrays (the precision phase's state): its entries, flattened
+            val = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in val])
         out[f"state.{key}"] = np.asarray(val, dtype=np.float64)
     out["outputs.p"] = np.asarray(solver.outputs(state)["p"])
     res = zoframe.minimize(prob, solver_name, rng=seed, max_iter=_MIN_ITERS, record_every=7, **params)

@@ -106,9 +106,12 @@ def test_the_auto_step_rule_does_not_depend_on_the_scale(solver: str) -> None:
 
 def test_continuation_raises_beta_until_the_violation_is_small() -> None:
     """beta = 1e-3 leaves the penalised minimiser far outside; continuation raises it and the run ends feasible."""
-    on = zoframe.minimize(_scaled(1.0), "adszog", rng=1, max_calls=20_000, beta=1e-3)
+    # the penalty phase alone (small_problem=0: no precision phase from x0; penalty_share=0.99: no hand-over on the
+    # budget), so that what brings the iterate to the boundary is the continuation
+    alone = {"small_problem": 0, "penalty_share": 0.99}
+    on = zoframe.minimize(_scaled(1.0), "adszog", rng=1, max_calls=20_000, beta=1e-3, **alone)
     assert on.success and on.max_violation is not None and on.max_violation <= 1e-6
-    off = zoframe.minimize(_scaled(1.0), "adszog", rng=1, max_calls=20_000, beta=1e-3, continuation=False)
+    off = zoframe.minimize(_scaled(1.0), "adszog", rng=1, max_calls=20_000, beta=1e-3, continuation=False, **alone)
     assert not off.success  # the penalty is too weak to bring the iterate near the boundary
     assert "stationarity test passed" not in off.message
 
@@ -176,7 +179,7 @@ def test_an_unbounded_penalised_problem_ends_flagged_not_converged(solver: str) 
     prob = zoframe.Constrained(lambda X: -X[:, 0], lambda X, idx: (X[:, 1] - 1.0)[:, None][:, idx * 0], m=1, x0=np.zeros(2))
     r = zoframe.minimize(prob, solver, rng=0, max_calls=50_000)
     assert not r.success and r.status is zoframe.Status.DIVERGED, r.message
-    assert "the best point seen with a sampled violation" in r.message
+    assert "the best point seen with a" in r.message
     assert np.all(np.isfinite(r.x)) and r.feasible  # the best feasible point seen, not the blown-up one
 
 

@@ -328,7 +328,7 @@ def test_objective_owned_copies_and_checks_anything_else_as_objective_does(make:
 
 
 def test_objective_owned_results_the_user_keeps_are_copied_and_checked() -> None:
-    """The inline one-block path keeps a result only when nobody else holds it, and checks it as
+    """The inline one-block path copies a result the problem does not declare fresh, and checks it as
     objective() does: a cached array, a wrong shape, float32 values and NaN behave the same."""
     cache = np.arange(12.0).reshape(3, 4)
 

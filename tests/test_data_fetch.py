@@ -274,6 +274,17 @@ def _stalling_handler(release: threading.Event) -> type[http.server.BaseHTTPRequ
     return Stalling
 
 
+def _has_bytes(staging: Path) -> bool:
+    """Whether a file in the staging directory has bytes (files come and go while the download runs)."""
+    for f in list(staging.iterdir()):
+        try:
+            if f.stat().st_size > 0:
+                return True
+        except FileNotFoundError:  # renamed or removed between the listing and the stat
+            continue
+    return False
+
+
 def test_a_killed_fetch_leaves_a_temporary_that_the_next_fetch_removes(server: Server, tmp_path: Path) -> None:
     import signal
     import subprocess
@@ -294,8 +305,7 @@ def test_a_killed_fetch_leaves_a_temporary_that_the_next_fetch_removes(server: S
         deadline = time.monotonic() + 60
         temps: list[Path] = []
         while time.monotonic() < deadline:  # wait until the download is under way in its staging directory
-            temps = [p for p in dest.iterdir() if p.name.endswith(".download") and p.is_dir()
-                     and any(f.stat().st_size > 0 for f in p.iterdir())]
+            temps = [p for p in dest.iterdir() if p.name.endswith(".download") and p.is_dir() and _has_bytes(p)]
             if temps or proc.poll() is not None:
                 break
             time.sleep(0.05)

@@ -103,29 +103,27 @@ def test_the_last_batch_of_each_population_is_trusted_where_it_fits_and_older_on
         o.constraints(np.zeros((1, 4)), big)
 
 
-def test_a_fresh_one_dimensional_result_is_kept_or_copied_as_as_values_does() -> None:
-    """A fresh (k,) result for one component is reshaped, not copied; one the user keeps is copied."""
-    kept: list[np.ndarray] = []
+@pytest.mark.parametrize("fresh", [False, True])
+def test_a_one_dimensional_result_is_reshaped_and_copied_unless_declared_fresh(fresh: bool) -> None:
+    """A (k,) result for one component is read as one column: the very array (reshaped) when the
+    problem declares its results fresh, a copy otherwise; the same values either way."""
+    returned: list[np.ndarray] = []
 
     class OneColumn:
         kind, dim, n = "finite_sum", 2, 3
-        keep = False
+        fresh_results = fresh
 
         def components(self, X: np.ndarray, idx: np.ndarray) -> np.ndarray:
             out: np.ndarray = X.sum(axis=1) + float(idx[0])
-            if self.keep:
-                kept.append(out)
+            returned.append(out)
             return out
 
-    prob = OneColumn()
-    o = CountingOracle(prob)
+    o = CountingOracle(OneColumn())
     rng = np.random.default_rng(0)
     one = o.sample(1, rng)
     pts = rng.standard_normal((5, 2))
     ref = pts.sum(axis=1)[:, None] + float(one[0])
-    assert np.array_equal(o.objective_owned(pts.copy(), one), ref)
-    prob.keep = True
-    out = o.objective_owned(pts.copy(), one)
-    assert np.array_equal(out, ref) and not np.shares_memory(out, kept[-1])
-    out = o.objective(pts, one)
-    assert np.array_equal(out, ref) and not np.shares_memory(out, kept[-1])
+    for call in (lambda: o.objective_owned(pts.copy(), one), lambda: o.objective(pts, one)):
+        out = call()
+        assert np.array_equal(out, ref) and out.shape == (5, 1)
+        assert np.shares_memory(out, returned[-1]) is fresh

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from zoframe._shipping import ship
 from zoframe.errors import InvalidInputError, NonFiniteValueError, ShapeError
-from zoframe.oracle import CountingOracle, MonitorOracle, as_values
+from zoframe.oracle import CountingOracle, MonitorOracle, checked_values
 from zoframe.protocols import Array, Penalty
 
 __all__ = [
@@ -315,7 +315,7 @@ def _pass_blocks(
     for lo, hi in ranges:
         ids = np.arange(lo, hi, dtype=np.intp)
         ids.setflags(write=False)
-        vals = as_values(fn(point, ids), 1, hi - lo, name)[0]
+        vals = checked_values(fn(point, ids), 1, hi - lo, name)[0]  # read only: the function's array, checked
         if not (math.isfinite(float(vals.max())) and math.isfinite(float(vals.min()))):
             bad = ~np.isfinite(vals)
             if nonfinite != "inf":
@@ -324,7 +324,7 @@ def _pass_blocks(
                     f"{name} returned {vals[j]} for constraint index {lo + j} in the full feasibility pass; "
                     "fix the function, or use an oracle with nonfinite='inf' to count such values as violated"
                 )
-            vals[bad] = np.inf
+            vals = np.where(bad, np.inf, vals)  # a new array: the function's is left as it was
         stats = _block_stats(vals, lo, tol, top, above, floor)
         if top and out:  # one running top per task: O(top) kept, not O(top) per block
             prev = out[-1]

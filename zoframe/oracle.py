@@ -13,6 +13,13 @@
   numbers (complex, string, object, masked or ``None`` points raise
   :class:`~zoframe.errors.InvalidInputError`), shapes and indices must fit, with messages that say
   what was expected;
+* owns the values it returns: a user function's result is copied, so that neither the function
+  (which may keep its array and write to it later) nor the solver (which may write to its values)
+  sees the other's writes; a problem whose functions return a new array on every call, held by
+  nothing else, declares it with ``fresh_results = True`` and its results are kept without the copy
+  (writeable float64 arrays that own their memory; anything else is still copied). The oracle's
+  own arrays need no such promise: the points :meth:`~CountingOracle.objective_owned` is handed,
+  the batches :meth:`~CountingOracle.sample` draws;
 * detects non-finite values: ``nonfinite="raise"`` (default) names the offending point and
   component, ``nonfinite="inf"`` replaces NaN and infinities by ``+inf``;
 * checks every value a user function returns, on every call (the one-point call included), before
@@ -47,9 +54,8 @@ from concurrent.futures import Executor
 import itertools
 import math
 import pickle
-import sys
 import time
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -69,7 +75,7 @@ from zoframe.protocols import (
 
 NonFinitePolicy = Literal["raise", "inf"]
 
-__all__ = ["DEFAULT_BLOCK_ROWS", "CountingOracle", "MonitorOracle", "as_values", "problem_kind"]
+__all__ = ["DEFAULT_BLOCK_ROWS", "CountingOracle", "MonitorOracle", "as_values", "checked_values", "problem_kind"]
 
 #: Rows per user-function call (see :class:`CountingOracle`, ``block_rows``).
 DEFAULT_BLOCK_ROWS = 256
@@ -143,32 +149,9 @@ def _one_point(x: Any, dim: int, what: str) -> Array:
     return pts
 
 
-def _refcount_of_temporary(a: object) -> int:
-    return sys.getrefcount(a)
-
-
-def _refcount_of_passed_local() -> int:
-    held = np.empty(1)
-    return _refcount_of_temporary(held)
-
-
-_HAS_REFCOUNT = hasattr(sys, "getrefcount")
-# references a temporary holds when it is passed straight into a function (CPython); an array
-# returned by a user function and passed to as_values() with no more references than this is
-# owned by nobody else, so it can be kept without a copy
-_FRESH_REFS = _refcount_of_temporary(np.empty(1)) if _HAS_REFCOUNT else -1
-# the same for an array held by one local variable of a function that passes it on to another,
-# which counts its references (the user function's result handed to _result)
-_PASSED_REFS = _refcount_of_passed_local() if _HAS_REFCOUNT else -1
-_refcount: Callable[[Any], int] = getattr(sys, "getrefcount", lambda a: 1 << 30)  # no count: never fresh
-
-
 _NDARRAY = np.ndarray
 _FLOAT64 = np.dtype(np.float64)
 _INTP = np.dtype(np.intp)
-#: ``_set_writeable(a, False)`` is ``a.setflags(write=False)``, the flag given by position (numpy's
-#: stub makes it keyword-only; parsing the keyword costs as much again as the call itself)
-_set_writeable = cast("Callable[[np.ndarray[Any, Any], bool], None]", np.ndarray.setflags)
 
 
 class _Family(NamedTuple):
@@ -187,7 +170,12 @@ _CONSTRAINT = _Family("constraint", "constraint", "constraints", ("constraint", 
 _NOT_DRAWN = object()
 
 
-def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -> Array:
+# what _values does with a valid float64 result: copy it (the function may still hold it), keep it
+# (it was declared fresh) or hand it on unchanged (a builder, whose caller decides)
+_COPY, _KEEP, _PASS = 0, 1, 2
+
+
+def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False, fresh: bool = False) -> Array:
     """Check a user function's result and return it as a ``(k, b)`` float64 array the caller owns.
 
     ``raw`` must be a real numeric array of shape ``(k, b)``; a 1-D array of length ``k`` is read as
@@ -195,40 +183,51 @@ def as_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -
     (another shape, a scalar, complex, boolean, string or object values, ``None``) raises
     :class:`~zoframe.errors.ShapeError` or :class:`~zoframe.errors.InvalidInputError` naming
     ``what``, the expected and the received shape or type. Integer and other real float types are
-    converted exactly as numpy does. The result is copied unless it is a fresh float64 array
-    nobody else references (so the caller may keep or modify it without touching user memory).
+    converted exactly as numpy does.
+
+    The result is a copy (a conversion to float64 is one already), so the caller may keep or modify
+    it and the function may keep and modify ``raw`` without either seeing the other's writes. With
+    ``fresh=True`` the caller states that ``raw`` was made for this call and that nothing else holds
+    it or a view of it (a problem that declares ``fresh_results = True``): a writeable float64 array
+    that owns its memory is then returned as it is (reshaped if 1-D), without the copy.
 
     ``per_point=True`` (with ``b == 1``) describes a function of the points alone, whose contract
     is one value per point: messages then ask for shape ``(k,)``.
-
-    Pass the function call itself as ``raw`` (``as_values(fn(X), ...)``): a result held in a
-    variable of the caller counts as referenced elsewhere and is copied.
     """
-    return _values(raw, k, b, what, per_point, _FRESH_REFS > 0 and sys.getrefcount(raw) <= _FRESH_REFS)
+    return _values(raw, k, b, what, per_point, _KEEP if fresh else _COPY)
 
 
 def _result(raw: Any, k: int, b: int, oracle: CountingOracle, fn: Callable[..., Any], kind: str) -> Array:
-    """The ``(k, b)`` values of one call of the user function ``fn``, its result ``raw`` held by one
-    local variable of the caller: :func:`as_values`, with the common case first (a fresh float64 array
-    of the right shape that nobody else holds is kept as it is)."""
-    fresh = _refcount(raw) <= _PASSED_REFS
-    if type(raw) is _NDARRAY and raw.dtype is _FLOAT64 and fresh and raw.shape == (k, b):
+    """The ``(k, b)`` values of one call of the user function ``fn`` (its result ``raw``): :func:`as_values`
+    with ``fresh`` as the problem declares it (``fresh_results``), the common case first (a float64
+    array of the right shape that owns its memory: kept if declared fresh and writeable, else copied)."""
+    if type(raw) is _NDARRAY and raw.dtype is _FLOAT64 and raw.shape == (k, b):
         flags = raw.flags
-        if flags.owndata and flags.writeable:
-            kept: Array = raw
-            return kept
-    return _values(raw, k, b, oracle._function_name(fn, kind), False, fresh)
+        if flags.owndata:
+            if oracle._fresh and flags.writeable:
+                kept: Array = raw
+                return kept
+            copied: Array = raw.copy(order="K")  # _copy of an array that owns its memory
+            return copied
+    return _values(raw, k, b, oracle._function_name(fn, kind), False, _KEEP if oracle._fresh else _COPY)
 
 
-def _values(raw: Any, k: int, b: int, what: str, per_point: bool, fresh: bool) -> Array:
-    """:func:`as_values`, told whether ``raw`` is referenced by nobody but the caller (``fresh``)."""
+def _copy(arr: Array) -> Array:
+    """A copy of a function's float64 result: laid out as ``arr`` when ``arr`` owns its memory (so
+    that reductions over the copy round as they would over ``arr`` itself), in C order when a view."""
+    out: Array = arr.copy(order="K") if arr.flags.owndata else arr.copy()
+    return out
+
+
+def _values(raw: Any, k: int, b: int, what: str, per_point: bool, mode: int) -> Array:
+    """:func:`as_values`; ``mode`` says what becomes of a valid float64 ``raw``: copied (``_COPY``),
+    kept if it is writeable and owns its memory (``_KEEP``, a declared fresh result), handed on as it
+    is (``_PASS``, for a caller that copies or hands the values on itself)."""
     if type(raw) is np.ndarray and raw.dtype == _FLOAT64:
         arr: Array = raw
+        keep = mode == _PASS or (mode == _KEEP and arr.flags.owndata and arr.flags.writeable)
         if arr.shape == (k, b):  # the common case: no message to prepare
-            if not (fresh and arr.flags.owndata and arr.flags.writeable):
-                arr = arr.copy()  # the solver owns its values: never an alias of user memory
-            return arr
-        fresh = fresh and arr.flags.owndata and arr.flags.writeable
+            return arr if keep else _copy(arr)
     expected = f"({k},)" if per_point else f"({k}, {b})"
     inputs = f"{k} point(s)" if per_point else f"{k} point(s) and {b} index(es)"
     if type(raw) is not np.ndarray or raw.dtype != _FLOAT64:
@@ -263,7 +262,7 @@ def _values(raw: Any, k: int, b: int, what: str, per_point: bool, fresh: bool) -
                 f"return an array of shape {expected} of real numbers"
             )
         arr = conv.astype(np.float64)  # a new array: ours
-        fresh = True
+        keep = True
     if arr.shape != (k, b):
         if arr.ndim == 1 and ((arr.shape[0] == k and b == 1) or (arr.shape[0] == b and k == 1)):
             arr = arr.reshape(k, b)
@@ -273,9 +272,15 @@ def _values(raw: Any, k: int, b: int, what: str, per_point: bool, fresh: bool) -
                 f"{what} returned shape {arr.shape} for {inputs}; it must return an array of shape "
                 f"{expected}: {layout}"
             )
-    if not fresh:
-        arr = arr.copy()  # the solver owns its values: never an alias of user memory
-    return arr
+    return arr if keep else _copy(arr)
+
+
+def checked_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = False) -> Array:
+    """:func:`as_values` without the copy: ``raw`` itself (a 1-D array reshaped) when it is a float64
+    array, a new float64 array when it had to be converted. For code that hands a function's values
+    on to a caller that decides about ownership itself (the problem builders of
+    :mod:`zoframe.problems`, whose results the oracle copies unless the problem declares them fresh)."""
+    return _values(raw, k, b, what, per_point, _PASS)
 
 
 def _call_blocks(fn: Callable[..., Any], blocks: Sequence[Sequence[Array]], idx: IntArray) -> list[Any]:
@@ -308,6 +313,10 @@ def _finite_gradient(g: Array, name: str, ids: IntArray) -> None:
 
 class CountingOracle:
     """Counted, budgeted, validated access to a problem's function values.
+
+    The problem's optional attribute ``fresh_results`` (``True`` or ``False``, default ``False``)
+    declares whether each call of its functions returns a new array that nothing else holds or
+    views: its results are then kept without the copy (see the module docstring).
 
     Parameters
     ----------
@@ -403,6 +412,14 @@ class CountingOracle:
         self.has_gradient = isinstance(problem, HasGradient)
         self.has_constraint_gradient = isinstance(problem, HasConstraintGradient)
         self.has_minimax_gradient = isinstance(problem, HasMinimaxGradient)
+        fresh = getattr(problem, "fresh_results", False)
+        if not isinstance(fresh, (bool, np.bool_)):
+            raise InvalidInputError(
+                f"{type(problem).__name__}.fresh_results must be True or False, got {fresh!r}: True declares "
+                "that every call of the problem's functions returns a new array that nothing else holds"
+            )
+        # the problem's results are declared fresh: kept without a copy (else every result is copied)
+        self._fresh = bool(fresh)
         self._all: dict[int, IntArray] = {}
         self._names: dict[tuple[str, str], str] = {}
         self._one_shape = (self.dim,)
@@ -510,7 +527,7 @@ class CountingOracle:
             points = _as_points(pts, self.dim, family.method)
             return self._evaluate(fn, (points,), self._indices(idx, size, family.what), family.kind, purpose, True)
         ids: IntArray = idx if drawn else self._indices(idx, size, family.what)  # drawn: read-only and valid here
-        _set_writeable(pts, False)
+        pts.setflags(write=False)
         k, b = pts.shape[0], ids.shape[0]
         if not 0 < k <= self.block_rows:
             return self._evaluate(fn, (pts,), ids, family.kind, purpose, True)
@@ -568,7 +585,7 @@ class CountingOracle:
             raise BudgetExhausted(n + m, calls, self.max_calls)
         if type(x) is np.ndarray and x.dtype == _FLOAT64 and x.shape == self._one_shape:
             pts = x.reshape(self._row_shape).copy()  # _one_point's array, without its checks' layers
-            _set_writeable(pts, False)
+            pts.setflags(write=False)
         else:
             pts = _one_point(x, self.dim, "evaluate_full")
         # one row is one block, one call each: _evaluate's one-block case with its counts and checks,
@@ -661,8 +678,8 @@ class CountingOracle:
         name = f"{type(self._problem).__name__}.minimax_gradients"
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise InvalidInputError(f"{name} must return a pair (grad_x, grad_y), got {type(pair).__name__}")
-        gx = as_values(pair[0], len(ids), self.dim, f"{name} (grad_x)")
-        gy = as_values(pair[1], len(ids), self.dim_y, f"{name} (grad_y)")
+        gx = as_values(pair[0], len(ids), self.dim, f"{name} (grad_x)", fresh=self._fresh)
+        gy = as_values(pair[1], len(ids), self.dim_y, f"{name} (grad_y)", fresh=self._fresh)
         _finite_gradient(gx, f"{name} (grad_x)", ids)
         _finite_gradient(gy, f"{name} (grad_y)", ids)
         return gx, gy
@@ -691,7 +708,7 @@ class CountingOracle:
         ids = rng.choice(total, size=size, replace=replace)
         if type(ids) is not _NDARRAY or ids.dtype is not _INTP:
             ids = np.asarray(ids, dtype=np.intp)
-        _set_writeable(ids, False)
+        ids.setflags(write=False)
         if components:
             self._drawn_components = ids
         else:
@@ -732,7 +749,7 @@ class CountingOracle:
         self.user_calls += 1
         t0 = time.perf_counter()
         try:
-            out = as_values(fn(ids), shape[0], shape[1], f"the gradient function {name}")
+            out = as_values(fn(ids), shape[0], shape[1], f"the gradient function {name}", fresh=self._fresh)
         finally:
             self.seconds += time.perf_counter() - t0
         _finite_gradient(out, name, ids)
@@ -843,7 +860,8 @@ class CountingOracle:
         out = np.empty((k, b))
         if self.executor is None:
             for lo, hi in itertools.pairwise(edges):
-                out[lo:hi] = as_values(fn(*(_block(a, lo, hi) for a in arrays), ids), hi - lo, b, name)
+                # copied into out: the function's own array is never kept
+                out[lo:hi] = checked_values(fn(*(_block(a, lo, hi) for a in arrays), ids), hi - lo, b, name)
             return out
         nblocks = len(edges) - 1
         cuts = np.linspace(0, nblocks, self._n_tasks(nblocks) + 1).astype(int)
@@ -858,7 +876,7 @@ class CountingOracle:
             ]
             for fut, task in zip(futures, tasks):
                 for raw, (lo, hi) in zip(fut.result(), task):
-                    out[lo:hi] = as_values(raw, hi - lo, b, name)
+                    out[lo:hi] = checked_values(raw, hi - lo, b, name)
         except (pickle.PicklingError, AttributeError, TypeError) as exc:
             if "pickle" not in str(exc).lower():
                 raise

@@ -26,6 +26,14 @@ Constrained    objective as above; constraints       constraints ``g(x, j) -> fl
 Minimax        ``F(X, Y) -> (k,)`` / ``F(X, Y, idx)``  ``F(x, y) -> float`` / ``F(x, y, i)``
 Composite      objective as FiniteSum                 objective as FiniteSum
 =============  ====================================  =====================================
+
+Results are checked (shape, real values) and handed on as the function returned them; the
+counting oracle copies them, as it copies any problem's results, so that a function may keep the
+array it returned and write to it later. ``fresh_results=True`` declares that every call of the
+problem's vectorized functions returns a new array that the function does not keep (nor a view of
+it): the oracle then keeps the results without the copy. Most numpy expressions
+(``(X @ A[idx].T - y[idx])**2``) make a new array per call; a function that returns a cached or
+preallocated array, one of its attributes or a view of one must not declare it.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ import numpy as np
 
 from zoframe.errors import InvalidInputError, ShapeError
 from zoframe.measures import FULL_PASS_BLOCK, max_violation_full
-from zoframe.oracle import MonitorOracle, as_values
+from zoframe.oracle import MonitorOracle, as_values, checked_values
 from zoframe.protocols import Array, ConvexSet, IntArray, Penalty
 from zoframe.sets import Box
 
@@ -55,6 +63,11 @@ def _vector(x: Any, name: str) -> Array:
         raise InvalidInputError(f"{name} contains NaN or infinity")
     arr.setflags(write=False)
     return arr
+
+
+def _flag(value: Any, name: str) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}")
 
 
 def _box(bounds: Any, dim: int, feasible_set: ConvexSet | None) -> ConvexSet | None:
@@ -178,8 +191,9 @@ def _index_error(fn: Callable[..., Any], role: str, exc: IndexError, idx: IntArr
 def _vectorized_values(
     fn: Callable[..., Any], v: Any, k: int, b: int, role: str, *, per_point: bool = False
 ) -> Array:
-    """A vectorized user function's result, checked by :func:`~zoframe.oracle.as_values`; a single number
-    for a batch is refused with the hint that a function of one point needs ``vectorized=False``."""
+    """A vectorized user function's result, checked by :func:`~zoframe.oracle.checked_values` and handed
+    on (the oracle copies it unless the problem declares ``fresh_results``); a single number for a
+    batch is refused with the hint that a function of one point needs ``vectorized=False``."""
     if isinstance(v, (int, float, np.generic)) or (isinstance(v, np.ndarray) and v.ndim == 0):
         form, here = ("(k,)", f"({k},)") if per_point else ("(k, b)", f"({k}, {b})")
         raise ShapeError(
@@ -189,7 +203,7 @@ def _vectorized_values(
             "x of shape (d,) and returns a float, build the problem with vectorized=False (zoframe then calls "
             "it once per point), or vectorize it (e.g. sum over axis=1)."
         )
-    return as_values(v, k, 1 if per_point else b, _name(fn, role), per_point=per_point)
+    return checked_values(v, k, 1 if per_point else b, _name(fn, role), per_point=per_point)
 
 
 def _eval_batched(
@@ -202,7 +216,7 @@ def _eval_batched(
     what: str = "component",
     count: int | None = None,
 ) -> Array:
-    """Evaluate a user callable on a batch; its result is checked by :func:`~zoframe.oracle.as_values`.
+    """Evaluate a user callable on a batch; its result is checked by :func:`_vectorized_values`.
 
     ``n > 1`` passes the indices to ``fn``; ``count`` (default ``n``) is the declared number of
     indexed items (components, or constraints with ``what="constraint"``): an IndexError raised by
@@ -273,9 +287,11 @@ class FiniteSum:
     feasible_set: ConvexSet | None = None
     name: str = "finite-sum"
     bounds: tuple[Any, Any] | None = None
+    fresh_results: bool = False
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
@@ -318,9 +334,11 @@ class Constrained:
     name: str = "constrained"
     bounds: tuple[Any, Any] | None = None
     feasible_set: ConvexSet | None = None
+    fresh_results: bool = False
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
@@ -363,10 +381,12 @@ class Minimax:
     n: int = 1
     vectorized: bool = True
     name: str = "minimax"
+    fresh_results: bool = False
     dim: int = field(init=False)
     dim_y: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "y0", _vector(self.y0, "y0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
@@ -407,9 +427,11 @@ class Composite:
     n: int = 1
     vectorized: bool = True
     name: str = "composite"
+    fresh_results: bool = False
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
+        _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "dim", int(self.x0.shape[0]))

@@ -72,6 +72,7 @@ class BallConstrainedQuadratic:
     violation_tol: float = 1e-3
     #: cheap white-box formulas: the driver's trace measures cost no budget
     monitor_free: ClassVar[bool] = True
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     C: Array = field(init=False, repr=False)
     c_bar: Array = field(init=False, repr=False)
     x0: Array = field(init=False, repr=False)
@@ -319,6 +320,7 @@ class RandomQP:
     black_box_constraints: bool = True
     violation_tol: float = 1e-3
     monitor_free: ClassVar[bool] = True
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     Q: Array = field(init=False, repr=False)
     q: Array = field(init=False, repr=False)
     D: Array = field(init=False, repr=False)

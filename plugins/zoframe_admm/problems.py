@@ -80,6 +80,8 @@ class FusedLassoToy(HalfSquaredResiduals):
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "composite"
     dim: int = 8
     n: int = 60
@@ -373,6 +375,7 @@ class StructuredAttack:
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "composite"
     n: int = 20
     target: int = 3

@@ -21,6 +21,7 @@ class LeastSquares:
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "finite_sum"
     dim: int = 100
     n: int = 1000
@@ -80,6 +81,7 @@ class Quadratic:
     """``f(x) = 0.5 (x - c)^T D (x - c)`` with a diagonal ``D`` of condition number ``cond``."""
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "finite_sum"
     dim: int = 10
     cond: float = 10.0

@@ -145,6 +145,7 @@ class PairwiseProblem:
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "constrained"
     data: Split
     loss_c: float = 1.0
@@ -398,6 +399,7 @@ class FairnessProblem:
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "constrained"
     data: Split
     Z: Array

@@ -30,7 +30,6 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import nnls as scipy_nnls
 
 from zoframe.errors import DivergedError, IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
 from zoframe.estimators import CoordinateEstimator
@@ -40,6 +39,18 @@ from zoframe.result import Status
 from zoframe.solver import SolverBase, StopReason, check_batch, check_int, check_open_unit, check_positive
 from zoframe.specs import param
 from zoframe_constrained.ldp import least_distance, least_distance_step
+from zoframe_constrained.precision import (
+    BUDGET,
+    CONVERGED,
+    DIVERGED,
+    RUNNING,
+    STALLED,
+    PrecisionSettings,
+    PrecisionState,
+    describe,
+    precision_start,
+    precision_step,
+)
 from zoframe_constrained.simplex import (
     _HUGE,
     FLUSH,
@@ -87,6 +98,7 @@ _GROW, _SHRINK = 2.0, 0.25
 _TRIALS = 6
 #: step="auto": stationary after this many restarts of the step length that found no decrease
 _STALLS = 3
+_STALL_TEXT = "four line searches in a row, the last ones with B reset"
 
 
 def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
@@ -244,13 +256,18 @@ class _PenaltyMinimax(SolverBase):
     * the starting ``beta`` is scaled by ``|f0(x0)| / max_j f_j(x0)^2`` (units-free), and penalty
       continuation multiplies it by ``beta_growth`` while the sampled violation does not halve
       within ``stall_window`` steps;
-    * stationarity: three restarts of the step length in a row find no decrease down to
-      ``xtol * max(1, |w|_inf)``; then (sampled violation ``<= restore_band``) the restoration
-      rounds and a KKT test from central differences (:meth:`_certify`); the run is ``CONVERGED``
-      only when both pass; otherwise the penalty phase resumes while the budget lasts. A budget
-      reserve (``restore_reserve`` of ``max_calls``) is kept for a final restoration;
-    * ``|w|`` beyond ``mu / (64 eps)`` ends the run as ``DIVERGED``: with ``steps="auto"`` on the best
-      point seen whose sampled violation was ``<= violation_tol`` (else the last finite iterate),
+    * the hand-over: three restarts of the step length in a row find no decrease down to
+      ``switch_tol * max(1, |w|_inf)`` (sampled violation ``<= restore_band``), or the penalty phase has
+      spent ``penalty_share`` of ``max_calls``; then the restoration rounds, and the precision phase
+      (:mod:`zoframe_constrained.precision`: a working-set SQP from function values) from the restored
+      point. The run is ``CONVERGED`` only when the precision phase's KKT test passes (``kkt_tol``,
+      ``xtol`` / ``ftol``, ``violation_tol`` over all ``m``); it runs until then or until the budget
+      left is below one of its iterations. Small problems (``(n + m) dim <= small_problem``) run
+      the precision phase from ``x0``. A budget reserve (``restore_reserve`` of ``max_calls``) is kept
+      for a final restoration of the penalty phase;
+    * ``|w|`` beyond ``mu / (64 eps)``: with ``steps="auto"`` the precision phase starts from the best point
+      seen whose sampled violation was ``<= violation_tol`` (without one, the run ends ``DIVERGED`` on the
+      last finite iterate; the precision phase itself ends ``DIVERGED`` beyond the same bound),
       with ``steps="paper"`` through :class:`~zoframe.errors.DivergedError` (the last finite iterate).
     """
 
@@ -283,10 +300,30 @@ class _PenaltyMinimax(SolverBase):
     beta_max: float = param(1e12, doc="continuation: beta never grows beyond this")
     stall_window: int = param(20, doc="continuation: steps over which the sampled violation must halve")
     xtol: float = param(
-        1e-7, doc="steps='auto': stationary when the accepted step length falls below xtol * max(1, |w|_inf)"
+        1e-8, doc="steps='auto', precision phase: converged when its step is <= xtol * max(1, |x|_inf) (or ftol "
+        "holds), with the KKT and violation tests"
+    )
+    ftol: float = param(
+        1e-12, doc="steps='auto', precision phase: or when the predicted change of the objective is <= ftol * max(1, |f|)"
     )
     kkt_tol: float = param(
-        1e-2, doc="steps='auto': the KKT residual at the restored point, relative to the gradient, must be <= this"
+        1e-6, doc="steps='auto', precision phase: the KKT residual |grad f + J_W^T lambda| must be <= kkt_tol * "
+        "max(1, |grad f|_inf)"
+    )
+    switch_tol: float = param(
+        1e-4, doc="steps='auto': the penalty phase is stationary (and hands over to the restoration and the precision "
+        "phase) when its accepted step length falls below switch_tol * max(1, |w|_inf)"
+    )
+    small_problem: int = param(
+        20_000, doc="steps='auto': problems with (n + m) * dim <= this run the precision phase from x0 (0: never)"
+    )
+    penalty_share: float = param(
+        0.5, doc="steps='auto' with max_calls: the penalty phase hands over to the restoration and the precision phase "
+        "once it has spent this share of max_calls, stationary or not"
+    )
+    working_set: int | None = param(
+        None, doc="steps='auto', precision phase: top constraints of each full pass that join the working set (None: "
+        "min(m, max(4 dim, 32)))"
     )
     restore_band: float = param(
         1e-2, doc="steps='auto': a stationary iterate with sampled violation <= this goes to the final restoration"
@@ -339,6 +376,12 @@ class _PenaltyMinimax(SolverBase):
         check_positive("beta_max", self.beta_max)
         check_int("stall_window", self.stall_window)
         check_positive("xtol", self.xtol)
+        check_positive("ftol", self.ftol)
+        check_positive("switch_tol", self.switch_tol)
+        check_int("small_problem", self.small_problem, minimum=0)
+        check_open_unit("penalty_share", self.penalty_share)
+        if self.working_set is not None:
+            check_int("working_set", self.working_set)
         check_positive("restore_band", self.restore_band)
         check_positive("kkt_tol", self.kkt_tol)
         if self.restore_reserve is not None and not (
@@ -406,6 +449,11 @@ class _PenaltyMinimax(SolverBase):
             notes.append(f"M2: the sum over j ~ p is exact over all m = {oracle.m} constraints (m <= {DEFAULT_BATCH})")
         elif self.M2 is None and m2 < DEFAULT_BATCH:
             notes.append(f"M2 = {m2} (m = {oracle.m} constraints; the default is {DEFAULT_BATCH})")
+        if self.small(oracle):
+            notes.append(
+                f"small problem: the precision phase runs from x0 ((n + m) dim = {(oracle.n + oracle.m) * oracle.dim} "
+                f"<= small_problem = {self.small_problem})"
+            )
         if notes and m1 == oracle.n and m3 == oracle.m and self.exact_p(oracle):
             if isinstance(self.estimator_for(oracle), CoordinateEstimator):
                 notes.append("full batches and central differences along the coordinates: deterministic")
@@ -628,6 +676,8 @@ class _PenaltyMinimax(SolverBase):
         try:
             G, L0 = self._estimate(oracle, w, M1, M2, rng, beta, p_weights, mu)
         except NonFiniteValueError as exc:
+            if t == 1:  # at the start the non-finite value is the user's function's, not a blow-up: say so
+                raise
             raise DivergedError(f"{type(self).__name__} at step {t}: a non-finite value next to the iterate ({exc})") from exc
         if not (math.isfinite(L0) and bool(np.isfinite(G).all())):
             raise DivergedError(f"{type(self).__name__} at step {t}: the penalised value or its estimate is not finite")
@@ -647,12 +697,18 @@ class _PenaltyMinimax(SolverBase):
         out[blocked] = 0.0
         return out
 
-    def _guard(self, w_new: Array, state: Any) -> tuple[Array, dict[str, Any]]:
-        """``steps="auto"``: ``(w_new, {})``, or after a blow-up the best point seen whose sampled violation was
-        ``<= violation_tol`` (else the last finite iterate) and the reason that ends the run as DIVERGED."""
+    def _guard(self, oracle: CountingOracle, w_new: Array, state: Any) -> tuple[Array, dict[str, Any]]:
+        """``steps="auto"``: ``(w_new, {})``, or after a blow-up the precision phase from the best point seen whose
+        sampled violation was ``<= violation_tol`` (a penalty too weak for the step rule is no reason to give up; a
+        problem unbounded on its feasible set then diverges in the precision phase too); without such a point, the
+        last finite iterate and the reason that ends the run as DIVERGED."""
         try:
             return _diverged(w_new, self, int(state.t) + 1), {}
         except DivergedError as exc:
+            if state.best_x is not None:
+                why = f"the penalty phase blew up at step {int(state.t) + 1} ({exc}); restarted from its best feasible sample"
+                moved = self.to_precision(oracle, state, state.best_x, None, why)
+                return moved.x, {"x": moved.x, "precision": moved.precision, "switch_reason": why}
             best = state.best_x
             back = (
                 "returned: the best point seen with a sampled violation <= "
@@ -671,6 +727,14 @@ class _PenaltyMinimax(SolverBase):
             return False
         need = max(frac * oracle.max_calls, 4.0 * (oracle.m + 2 * oracle.dim * min(oracle.m, 16 * oracle.dim)))
         return oracle.remaining <= min(need, 0.5 * oracle.max_calls)
+
+    def handover_due(self, oracle: CountingOracle, retries: int = 0) -> bool:
+        """``steps="auto"`` with ``max_calls``: whether the penalty phase has spent ``penalty_share`` of it (the
+        rest goes to the restoration and the precision phase); after ``retries`` hand-backs from a stalled
+        precision phase, ``penalty_share`` of what was left each time (1/2, 3/4, 7/8 of ``max_calls``, ...)."""
+        if oracle.max_calls is None:
+            return False
+        return oracle.calls >= oracle.max_calls * (1.0 - (1.0 - self.penalty_share) ** (retries + 1))
 
     def after_step(
         self, oracle: CountingOracle, st: Any, new: dict[str, Any], accepted: bool, viol: float, g_norm: float,
@@ -691,14 +755,14 @@ class _PenaltyMinimax(SolverBase):
         if not math.isfinite(float(st.g0)):
             new["g0"] = g_norm
         scale = max(1.0, float(np.abs(w).max()))
-        if accepted and alpha > 1e4 * self.xtol * scale:  # a real move: the stationarity count starts again
+        if accepted and alpha > 1e2 * self.switch_tol * scale:  # a real move: the stationarity count starts again
             stalls = 0
         stationary = False
-        if alpha <= self.xtol * scale:  # no decrease along the estimate, down to a tiny step
+        if alpha <= self.switch_tol * scale:  # no decrease along the estimate, down to a small step
             stalls += 1
             stationary = stalls >= _STALLS
             if not stationary:  # restart the step length: a fresh estimate may still find a decrease
-                alpha = self.first_length(w, oracle) * 1e-3
+                alpha = max(self.first_length(w, oracle) * 1e-3, 10.0 * self.switch_tol * scale)
         win_t0, win_v0 = int(st.win_t0), float(st.win_v0)
         if self.continuing and viol > self.tol and t - win_t0 >= self.stall_window:
             if viol > 0.5 * win_v0 and beta < self.beta_max:  # the violation stalls: raise the penalty
@@ -715,6 +779,8 @@ class _PenaltyMinimax(SolverBase):
                 win_t0, win_v0, stalls = t, viol, 0
         elif self.reserve_reached(oracle):
             new.update(restore_final=True)
+        elif self.handover_due(oracle, int(st.retries)):  # enough budget spent on the penalty phase: restoration, then precision
+            new.update(stationary=True, restore_final=True)
         new.update(beta=beta, alpha=alpha, win_t0=win_t0, win_v0=win_v0, stalls=stalls)
         return new
 
@@ -757,71 +823,119 @@ class _PenaltyMinimax(SolverBase):
         st: Any = state
         start = st.restore_active if int(st.rounds) > 0 else st.feasible_active  # a snapshot's A, if any
         w, violation, checked, active = self._restore_round(oracle, st.x, start, rng)
+        rounds = int(st.rounds) + 1
+        best = st.restore_best  # (point, its violation): the best measured point of the rounds
+        if best is None or violation < float(best[1]):  # the violation of this round is measured at st.x
+            best = (np.array(st.x, copy=True), np.array(violation))
         out: Any = dataclasses.replace(
-            st, x=w, violation=violation, checked=checked, rounds=int(st.rounds) + 1, restore_active=active
+            st, x=w, violation=violation, checked=checked, rounds=rounds, restore_active=active, restore_best=best
         )
-        if self.auto and bool(st.restore_final) and bool(st.stationary) and violation <= self.tol:
-            out = self._certify(oracle, out)
+        if violation > self.tol and rounds >= self.restore_rounds:  # never end worse than the best round
+            out = dataclasses.replace(out, x=best[0], violation=float(best[1]))
+        if self.auto and bool(st.restore_final) and bool(st.stationary) and (
+            violation <= self.tol or rounds >= self.restore_rounds
+        ):
+            why = (
+                f"the penalty phase was stationary after {int(st.t)} steps and the restoration reached max violation "
+                f"{float(out.violation):.2g} in {rounds} round(s)"
+            )
+            out = self.to_precision(oracle, out, out.x, active, why)
         res: StateT = out
         return res
 
-    def _certify(self, oracle: CountingOracle, st: Any) -> Any:
-        """``steps="auto"``: the stationarity (KKT) test at the restored point, and what follows from it.
+    # ------------------------------------------------------------------ the precision phase
+    def precision_settings(self) -> PrecisionSettings:
+        """The precision phase's tolerances (``xtol``, ``ftol``, ``kkt_tol``, ``violation_tol``, ``working_set``)."""
+        return PrecisionSettings(
+            xtol=self.xtol, ftol=self.ftol, kkt_tol=self.kkt_tol, violation_tol=self.tol, working=self.working_set,
+            limit=min(1e100, self.mu / (64.0 * _EPS)),
+        )
 
-        The gradients of the objective (all ``n`` components) and of the nearly active constraints
-        (``f_j(w) > -1e-4 max(1, |w|_inf) |grad f_j|``, at most ``16 dim``, the largest first) and bounds
-        come from central differences (``2 dim`` points each); the residual is
-        ``r = min_{l >= 0} |grad f0 + sum_j l_j grad f_j|`` (non-negative least squares). The test
-        passes when ``r <= kkt_tol * max(|grad f0|, g0)`` (``g0``: the norm of the first estimate
-        of the run). If it fails and the budget allows, the penalty phase resumes from the restored
-        point (with a ``beta_growth`` times larger ``beta`` when the penalty iterate was infeasible)
-        while the budget stays above the reserve; otherwise the run ends feasible without a certificate.
-        """
-        w = st.x
-        d = oracle.dim
-        h = self.restore_mu * max(1.0, float(np.max(np.abs(w))))
-        P = np.vstack([w + h * np.eye(d), w - h * np.eye(d)])
-        box = oracle.feasible_set
-        if box is not None:
-            P = np.asarray(box.project(P), dtype=np.float64)  # one-sided at a bound: every point inside
-        span = np.maximum(np.diagonal(P[:d]) - np.diagonal(P[d:]), 1e-300)
-        f0 = oracle.objective(P, None, purpose="certify").mean(axis=1)
-        g_f = (f0[:d] - f0[d:]) / span
-        fj = oracle.constraints(w, None, purpose="certify")[0]
-        near = np.flatnonzero(fj > -self.restore_band)
-        if near.shape[0] > 16 * d:
-            near = near[np.argpartition(-fj[near], 16 * d - 1)[: 16 * d]]
-        rows: list[Array] = []
-        if near.shape[0]:
-            C = oracle.constraints(P, near, purpose="certify")
-            Gc = ((C[:d] - C[d:]) / span[:, None]).T  # (|near|, d)
-            dist = -fj[near] / np.maximum(np.linalg.norm(Gc, axis=1), 1e-300)
-            rows.extend(Gc[dist <= 1e-4 * max(1.0, float(np.max(np.abs(w))))])
-        lo, hi = getattr(box, "lower", None), getattr(box, "upper", None)
-        if lo is not None and hi is not None:
-            lo_v = np.broadcast_to(np.asarray(lo, dtype=np.float64), w.shape)
-            hi_v = np.broadcast_to(np.asarray(hi, dtype=np.float64), w.shape)
-            eye = np.eye(d)
-            rows.extend(-eye[np.flatnonzero(w <= lo_v + 1e-12 * max(1.0, float(np.max(np.abs(w)))))])
-            rows.extend(eye[np.flatnonzero(w >= hi_v - 1e-12 * max(1.0, float(np.max(np.abs(w)))))])
-        if rows:
-            A = np.asarray(rows).T  # (d, k)
-            lam_, _ = scipy_nnls(A, -g_f)
-            r = _norm(g_f + A @ lam_)
-        else:
-            r = _norm(g_f)
-        ref = max(_norm(g_f), float(st.g0) if math.isfinite(float(st.g0)) else 0.0, 1e-300)
-        kkt = r / ref
-        if kkt <= self.kkt_tol:
-            return dataclasses.replace(st, kkt=kkt)
-        if not self.reserve_reached(oracle):  # resume the penalty phase from the restored point
-            beta = float(st.beta) * (self.beta_growth if float(st.viol) > self.tol else 1.0)
-            return dataclasses.replace(
-                st, kkt=kkt, retries=int(st.retries) + 1, rounds=0, restore_final=False, stationary=False, stalls=0,
-                beta=min(beta, self.beta_max), alpha=self.first_length(w, oracle) * 1e-2,
-                win_t0=int(st.t), win_v0=math.inf, restore_active=None,
-            )  # fmt: skip
-        return dataclasses.replace(st, kkt=kkt, stationary=False)
+    def small(self, oracle: CountingOracle) -> bool:
+        """``steps="auto"``: whether the problem is small enough for the precision phase from ``x0``:
+        ``(n + m) * dim <= small_problem`` evaluations for a full pass's worth of coordinate differences."""
+        return self.auto and (oracle.n + oracle.m) * oracle.dim <= self.small_problem
+
+    def small_start(self, oracle: CountingOracle, st: StateT) -> StateT:
+        """``st``, switched to the precision phase at its point when the problem is :meth:`small`."""
+        if not self.small(oracle):
+            return st
+        size = (oracle.n + oracle.m) * oracle.dim
+        out: StateT = self.to_precision(
+            oracle, st, st.x, None,  # type: ignore[attr-defined]
+            f"small problem ((n + m) dim = {size} <= small_problem = {self.small_problem}): precision phase from x0",
+        )
+        return out
+
+    def to_precision(self, oracle: CountingOracle, st: Any, x: Array, active: IntArray | None, why: str) -> Any:
+        """Switch to the precision phase (:mod:`zoframe_constrained.precision`) at ``x`` with the working set
+        ``active``; ``why`` goes into the stop message with the evaluations spent before the switch."""
+        ps = precision_start(oracle, x, self.precision_settings(), active)
+        return dataclasses.replace(
+            st, x=ps.x, precision=ps.pack(), switch_reason=why, restore_final=False, rounds=0,
+        )  # fmt: skip
+
+    def precision_step(self, oracle: CountingOracle, state: StateT, rng: np.random.Generator) -> StateT:
+        """One iteration of the precision phase; at its end the point returned is the best feasible one
+        when the phase did not converge at a feasible point."""
+        st: Any = state
+        ps = PrecisionState.unpack(st.precision)
+        if ps.status != RUNNING:  # ended (a resumed run asks for one more step): nothing to evaluate
+            return state
+        ps = precision_step(oracle, ps, self.precision_settings(), rng)
+        if ps.status == STALLED and self._budget_for_more(oracle):
+            back: StateT = self._hand_back(oracle, st, ps)
+            return back
+        if ps.status in (DIVERGED, STALLED, BUDGET) and ps.best_x.shape[0] and (
+            ps.status == DIVERGED or ps.violation > self.tol or ps.fx > ps.best_f
+        ):
+            ps = dataclasses.replace(ps, x=ps.best_x, fx=ps.best_f, vmax=ps.best_v)
+        out: StateT = dataclasses.replace(st, x=ps.x, precision=ps.pack(), t=int(st.t) + 1)
+        return out
+
+    def _budget_for_more(self, oracle: CountingOracle) -> bool:
+        """Whether more than a quarter of ``max_calls`` is left (always, without ``max_calls``)."""
+        return oracle.max_calls is None or (oracle.remaining is not None and oracle.remaining > 0.25 * oracle.max_calls)
+
+    def _hand_back(self, oracle: CountingOracle, st: Any, ps: PrecisionState) -> Any:
+        """A stalled precision phase with budget left: the penalty phase resumes from its best point (the best
+        feasible one, else where it stalled), with a stronger penalty when that point is infeasible; it hands
+        over again by the usual rules (``retries`` counts the hand-backs)."""
+        x = ps.best_x if ps.best_x.shape[0] else ps.x
+        beta = float(st.beta) * (self.beta_growth if not ps.best_x.shape[0] else 1.0)
+        return dataclasses.replace(
+            st, x=np.array(x, copy=True), precision=None, retries=int(st.retries) + 1, stationary=False,
+            restore_final=False, stalls=0, rounds=0, restore_active=None, restore_best=None, t=int(st.t) + 1,
+            beta=min(beta, self.beta_max), alpha=self.first_length(x, oracle) * 1e-2, win_t0=int(st.t),
+            win_v0=math.inf, switch_reason="",
+        )  # fmt: skip
+
+    def _precision_stop(self, state: Any) -> str | None:
+        ps = PrecisionState.unpack(state.precision)
+        if ps.status == RUNNING:
+            return None
+        text = f"{describe(ps)}; switched after {ps.before} evaluations: {state.switch_reason}"
+        if int(state.retries):
+            text += f" ({int(state.retries)} earlier stall(s) of the precision phase handed back to the penalty phase)"
+        if ps.status == CONVERGED:
+            return StopReason(
+                f"stationarity test passed (KKT residual {ps.kkt:.2g} <= kkt_tol = {self.kkt_tol:g}, max violation over "
+                f"all m {ps.violation:.2g} <= {self.tol:g}, step or predicted change below xtol / ftol) in the {text}",
+                Status.CONVERGED,
+            )
+        feasible = (
+            f"returned: the best point seen with a max violation <= {self.tol:g} (full pass)" if ps.best_x.shape[0]
+            else "no feasible point was seen"
+        )  # fmt: skip
+        if ps.status == DIVERGED:
+            return StopReason(f"the precision phase diverged (|x| beyond {self.precision_settings().limit:.3g}); {feasible}; {text}", Status.DIVERGED)
+        if ps.status == BUDGET:
+            return StopReason(f"the budget left is below one precision iteration; no stationarity certificate; {feasible}; {text}", Status.BUDGET)
+        return StopReason(
+            f"the precision phase stalled (no decrease of the merit along the QP step, {_STALL_TEXT}); no stationarity "
+            f"certificate; {feasible}; {text}",
+            Status.FAILED,
+        )
 
     def _restore_round(
         self, oracle: CountingOracle, w: Array, active: IntArray | None, rng: np.random.Generator
@@ -970,30 +1084,20 @@ class _PenaltyMinimax(SolverBase):
     def terminate(self, state: Any) -> str | None:
         """Why the run ends, with an honest status (a :class:`~zoframe.solver.StopReason`).
 
-        ``CONVERGED`` only when the stationarity test of ``steps="auto"`` passed (the accepted
-        normalised step fell below ``xtol * max(1, |w|_inf)`` with a sampled violation
-        ``<= restore_band``) AND the restoration then reached ``violation_tol``. A restoration that
-        ends feasible after ``restore_after`` steps or on the budget reserve stops with ``MAX_ITER``
-        or ``BUDGET`` (feasible, no stationarity certificate); one that does not reach the tolerance
-        stops with ``FAILED``.
+        ``CONVERGED`` only when the precision phase's KKT test of ``steps="auto"`` passed
+        (:meth:`_precision_stop`). A restoration that ends feasible after ``restore_after`` steps or on
+        the budget reserve stops with ``MAX_ITER`` or ``BUDGET`` (feasible, no stationarity
+        certificate); one that does not reach the tolerance stops with ``FAILED``.
         """
         if str(getattr(state, "diverged", "")):
             return StopReason(str(state.diverged), Status.DIVERGED)
+        if state.precision is not None:
+            return self._precision_stop(state)
         if int(state.rounds) == 0:
             return None
         how = "full pass over all constraints" if state.checked == getattr(state, "m", -1) else f"sampled: {state.checked} constraints"
         if state.violation <= self.tol:
             text = f"feasible: max violation {state.violation:.3g} <= {self.tol:g} ({how}) after {state.rounds} restoration round(s)"
-            if bool(state.stationary):
-                return StopReason(
-                    f"{text}; stationarity test passed (KKT residual {state.kkt:.2g} of the gradient <= {self.kkt_tol:g})",
-                    Status.CONVERGED,
-                )
-            if math.isfinite(float(state.kkt)):
-                return StopReason(
-                    f"{text}; stationarity test failed (KKT residual {state.kkt:.2g} of the gradient > {self.kkt_tol:g})",
-                    Status.BUDGET,
-                )
             if bool(state.restore_final):
                 return StopReason(
                     f"{text}, on the budget reserve kept for the restoration; no stationarity certificate", Status.BUDGET
@@ -1009,6 +1113,15 @@ class _PenaltyMinimax(SolverBase):
 
     def _restoration_outputs(self, state: Any) -> dict[str, Array]:
         out: dict[str, Array] = {}
+        if state.precision is not None:  # the precision phase's figures
+            ps = PrecisionState.unpack(state.precision)
+            out.update(
+                max_violation=np.array(ps.violation), violation_checked=np.array(float(state.m)),
+                kkt_residual=np.array(ps.kkt), precision_iterations=np.array(float(ps.it)),
+                precision_evaluations=np.array(float(ps.spent)), working_set=np.array(float(ps.working)),
+                switch_evaluations=np.array(float(ps.before)),
+            )  # fmt: skip
+            return out
         if int(state.rounds) > 0:
             out.update(max_violation=np.array(state.violation), violation_checked=np.array(float(state.checked)))
         if state.x_feasible is not None:
@@ -1055,6 +1168,9 @@ class _RestorationState:
     retries: int = 0
     stationary: bool = False
     restore_final: bool = False
+    restore_best: tuple[Array, Array] | None = None
+    precision: tuple[Array, ...] | None = None
+    switch_reason: str = ""
 
     def auto_fields(self) -> dict[str, Any]:
         """The fields of ``steps="auto"`` (penalty, step length, stall window, phase), to carry over."""
@@ -1180,7 +1296,8 @@ class DSZOG(_PenaltyMinimax):
             st = DSZOGState(x=w, p=p, p_support=None, p_floor=0.0, m=oracle.m)
         if not self.auto:
             return st
-        return dataclasses.replace(st, beta=self.first_beta(oracle, w, c0, rng), alpha=self.first_length(w, oracle))
+        st = dataclasses.replace(st, beta=self.first_beta(oracle, w, c0, rng), alpha=self.first_length(w, oracle))
+        return self.small_start(oracle, st)
 
     def sample_p(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> IntArray:
         """``M2 ~ p``: ``|M2|`` i.i.d. draws by inverting the cumulative distribution."""
@@ -1200,6 +1317,8 @@ class DSZOG(_PenaltyMinimax):
         return values, support, floor
 
     def step(self, oracle: CountingOracle, state: DSZOGState, rng: np.random.Generator) -> DSZOGState:
+        if state.precision is not None:
+            return self.precision_step(oracle, state, rng)
         if self.restoring(state):
             return self.restore(oracle, state, rng)
         if self.auto:
@@ -1233,7 +1352,7 @@ class DSZOG(_PenaltyMinimax):
         G, L0 = self._estimate_or_diverge(oracle, w, M1, M2, rng, beta, pw, state.t + 1, float(state.alpha))  # Alg. 1 l.8
         H, viol = self._H(oracle, w, M3, beta)  # Alg. 1 l.9
         w_new, alpha, accepted = self.line_search(oracle, w, G, L0, float(state.alpha), M1, M2, beta, pw)  # l.10
-        w_new, blown = self._guard(w_new, state)
+        w_new, blown = self._guard(oracle, w_new, state)
         eta = self.eta_p / (_norm(H.gain) + self.lam)  # normalised ascent: |eta H| ~ eta_p
         p, support, floor = self.ascend(oracle, state, H, eta)  # Alg. 1 l.11
         fields = self.after_step(
@@ -1355,13 +1474,16 @@ class ADSZOG(_PenaltyMinimax):
             pz = PZ(p, np.zeros(m), None, 0.0, 0.0, m)
         if self.auto:  # l.3 happens in the first step (the estimates are taken where the step starts)
             st = self._state(w, pz, np.zeros_like(w), 0)
-            return dataclasses.replace(st, beta=self.first_beta(oracle, w, c0, rng), alpha=self.first_length(w, oracle))
+            st = dataclasses.replace(st, beta=self.first_beta(oracle, w, c0, rng), alpha=self.first_length(w, oracle))
+            return self.small_start(oracle, st)
         M1, M3 = self.batches(oracle, rng)
         z_w = self.G_L(oracle, w, M1, pz_sample(pz, rng.random(self.sizes(oracle)[1])), rng)  # Alg. 1 l.3
         pz = pz_ema(pz, self.H(oracle, w, M3), 1.0)  # Alg. 1 l.3: z_p = H(w_1, p_1)
         return self._state(w, pz, z_w, 0)
 
     def step(self, oracle: CountingOracle, state: ADSZOGState, rng: np.random.Generator) -> ADSZOGState:
+        if state.precision is not None:
+            return self.precision_step(oracle, state, rng)
         if self.restoring(state):
             return self.restore(oracle, state, rng)
         if self.auto:
@@ -1403,7 +1525,7 @@ class ADSZOG(_PenaltyMinimax):
         z_w = G if first else (1.0 - b) * state.z_w + b * G  # Alg. 1 l.3 / l.14
         pz = pz_ema(pz, H, 1.0 if first else b)  # Alg. 1 l.3 / l.15
         w_new, alpha, accepted = self.line_search(oracle, w, z_w, L0, float(state.alpha), M1, M2, beta, pw)  # l.5
-        w_new, blown = self._guard(w_new, state)
+        w_new, blown = self._guard(oracle, w_new, state)
         p_hat = pz_project(pz, self.eta_p / (pz.norm_z() + self.lam))  # Alg. 1 l.6, normalised
         pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
         t = state.t + 1

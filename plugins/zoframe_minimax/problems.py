@@ -87,6 +87,7 @@ class NCSC:
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "minimax"
     ell: ClassVar[float] = 2.0
     d1: int = 10
@@ -197,6 +198,7 @@ class DRO:
     """
 
     monitor_free: ClassVar[bool] = True  # white-box formulas: measures are not charged to max_calls
+    fresh_results: ClassVar[bool] = True  # every call of its functions returns a new array, held by nothing else
     kind: ClassVar[str] = "minimax"
     features: Array
     labels: Array

@@ -1470,6 +1470,26 @@ class _NGSession(_Session):
         except TypeError as exc:
             raise _nevergrad_failure(self.name, exc) from exc
         self.told += 1
+        _settle_recast(self.opt)
+
+
+def _settle_recast(opt: Any) -> None:
+    """Wait until a recast optimiser's thread (nevergrad's Cobyla, Powell, ...) has posted its next point or ended.
+
+    After a ``tell`` that thread computes its next point concurrently; what it warns on the way
+    (scipy's "COBYLA: Invalid MAXFUN" near the end of a budget) would meet whatever warning filters
+    happen to be in force then, which under ``-W error`` decides whether the thread dies and so
+    where the run ends. Waiting here, inside the session's quiet window, makes the filters it meets
+    the same on every run (one Python-level queue read per point; the point is put back unread).
+    """
+    inner = getattr(getattr(opt, "_messaging_thread", None), "_thread", None)
+    q = getattr(inner, "messages_ask", None)
+    if inner is None or q is None or not hasattr(q, "get") or not hasattr(q, "put"):
+        return  # not a recast optimiser, or one without a thread yet
+    if q.empty() and not inner.is_alive():
+        return
+    item = q.get()
+    q.put(item)  # the queue holds at most this one message: the thread waits for its answer (or has ended)
 
 
 class _DaemonWorker:

@@ -315,6 +315,31 @@ def _problem_functions(
     return funs
 
 
+def _check_fresh(problem: Any, label: str, X: np.ndarray, Y: np.ndarray | None) -> None:
+    """A problem declaring ``fresh_results = True``: two calls of each of its functions return
+    writeable arrays sharing no memory with each other nor with the problem's array attributes."""
+    kind = problem.kind
+    calls: dict[str, Callable[[], Any]] = {}
+    if kind == "minimax" and Y is not None:
+        calls["values"] = lambda: problem.values(X, Y, np.arange(min(int(problem.n), 3)))
+    else:
+        calls["components"] = lambda: problem.components(X, np.arange(min(int(getattr(problem, "n", 1)), 3)))
+    if kind == "constrained":
+        calls["constraints"] = lambda: problem.constraints(X, np.arange(min(int(problem.m), 3)))
+    held = [v for v in (vars(problem) if hasattr(problem, "__dict__") else {}).values() if isinstance(v, np.ndarray)]
+    for name, call in calls.items():
+        first, second = call(), call()
+        for out in (first, second):
+            if isinstance(out, np.ndarray) and not out.flags.writeable:
+                _fail(f"problem {label} declares fresh_results = True but {name} returned a read-only array")
+        if isinstance(first, np.ndarray) and isinstance(second, np.ndarray):
+            if np.shares_memory(first, second) or any(np.shares_memory(first, h) for h in held):
+                _fail(
+                    f"problem {label} declares fresh_results = True but {name} returned memory it holds (the same "
+                    "array on two calls, or one of its attributes): return a new array per call or drop the declaration"
+                )
+
+
 def check_problem(
     problem: Any,
     *,
@@ -332,7 +357,9 @@ def check_problem(
     * one call returns a ``(3, b)`` block of finite values and is counted as ``3 b`` evaluations;
     * the block equals the three one-point calls (relative tolerance ``rtol``): a vectorized
       function must not mix rows;
-    * a second call gives the same values, and the points are not modified.
+    * a second call gives the same values, and the points are not modified;
+    * a problem declaring ``fresh_results = True`` returns a new writeable array on every call,
+      sharing no memory with its other results or its array attributes.
 
     With ``picklable=True`` the problem must survive ``pickle`` with the same values: a process pool
     (``executor=ProcessPoolExecutor(...)``) ships it to its workers. Define a plugin's problem
@@ -379,6 +406,8 @@ def check_problem(
                 _fail(f"problem {label}: {name} gave different values for the same points on a second call")
             if not np.array_equal(X, X_copy):
                 _fail(f"problem {label}: {name} modified the points it was given")
+        if getattr(problem, "fresh_results", False) is True:
+            _check_fresh(problem, label, X, Y)
         known = getattr(problem, "known_solution", None)
         if callable(known):
             sol = known()

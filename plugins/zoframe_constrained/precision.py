@@ -1,0 +1,474 @@
+"""The precision phase of DSZOG / ADSZOG: a working-set SQP from function values only.
+
+The penalty minimax of the papers finds a feasible region cheaply from sampled constraints, but its
+stochastic steps stall around 1e-2 relative accuracy. This phase takes over (or runs alone on small
+problems) and converges to the tolerances the user gives, reading the constraints in the way of the
+exchange methods for semi-infinite programs (Hettich & Kortanek, *Semi-infinite programming*, SIAM
+Review 35, 1993): the SQP model holds a small working set ``W`` of constraints, and one value-only
+pass over all ``m`` constraints per trial point adds the violated and newly active ones back. The
+step is Powell's SQP (*A fast algorithm for nonlinearly constrained optimization calculations*,
+1978: damped BFGS on the Lagrangian, an exact-penalty line search) with the quadratic subproblem
+solved as a least-distance program (Lawson & Hanson, 1974, ch. 23, through :func:`ldp.nnls`) and
+Powell's / Kraft's elastic variable when the linearisation is inconsistent (Kraft, *A software
+package for sequential quadratic programming*, DFVLR-FB 88-28, 1988).
+
+One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
+
+    P1  W = {j : lambda_j > 0 at the last QP} + the top-K constraints of the last full pass
+    P2  grad f (all n components) and J_W by central differences: one objective call over 2d
+        points, one constraint call over 2d + 1 points (g_W at x too), all inside the bounds
+    P3  damped BFGS update of B with s = x - x_prev, y = grad L(x, lam) - grad L(x_prev, lam)
+    P4  QP:  min 1/2 p^T B p + grad f^T p  s.t.  g_W + J_W p <= 0,  lo <= x + p <= hi,  |p|_inf <= Delta
+        (elastic variable xi in [0, 1] on the violated rows when it is inconsistent)
+    P5  stop (CONVERGED) when the max violation over all m constraints (full pass) is <= violation_tol,
+        the KKT residual |grad f + J_W^T lam + bounds| <= kkt_tol max(1, |grad f|_inf), and the step
+        |p|_inf <= xtol max(1, |x|_inf) or the predicted change |grad f^T p| + sum lam_j |g_j| <=
+        ftol max(1, |f|)
+    P5b at such a point, a second-order probe: x +- t v along two random directions v in the null space of
+        the active gradients; a feasible probe point with a lower objective (a saddle, a maximum along the
+        boundary) is taken as the next iterate and the phase goes on
+    P6  line search on the merit f + rho max(0, max_j g_j) (rho >= 1.5 sum lam): each trial is one
+        objective pass over the n components and one blocked value-only pass over all m constraints
+        (:func:`zoframe.measures.max_violation_full`, keeping the top K values for the next W)
+
+Cost of an iteration: ``2 d n + (2 d + 1)|W|`` for the gradients plus ``n + m`` per trial point
+(usually one): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
+SQP over all constraints; memory ``O(|W| d + d^2)`` besides the blocks of the pass. Every evaluation
+goes through the counting oracle under the purpose ``"precision"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+import math
+from typing import Any
+
+import numpy as np
+from scipy.linalg import cho_factor, solve_triangular
+
+from zoframe.errors import NonFiniteValueError
+from zoframe.measures import max_violation_full
+from zoframe.oracle import CountingOracle
+from zoframe.protocols import Array, IntArray
+from zoframe_constrained.ldp import nnls
+
+__all__ = ["PrecisionSettings", "PrecisionState", "iteration_cost", "precision_start", "precision_step"]
+
+_EPS = float(np.finfo(np.float64).eps)
+#: central-difference step relative to max(1, |x_i|): balances truncation and rounding (about 1e-10 accuracy)
+_H = _EPS ** (1.0 / 3.0)
+#: at most this many trial points per line search
+_TRIALS = 10
+#: consecutive line searches without an accepted point before the phase gives up (after resetting B)
+_FAILS = 4
+
+#: at most this many second-order probes find a better point (then a KKT point is accepted without one)
+_PROBES = 5
+
+#: status codes of the phase (kept as a float in the packed state)
+RUNNING, CONVERGED, STALLED, DIVERGED, BUDGET = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class PrecisionSettings:
+    """The phase's tolerances, in the problem's own units (see the module docstring, P5).
+
+    ``xtol``: step test ``|p|_inf <= xtol max(1, |x|_inf)``; ``ftol``: predicted change of the
+    objective ``<= ftol max(1, |f|)``; ``kkt_tol``: KKT residual ``<= kkt_tol max(1, |grad f|_inf)``;
+    ``violation_tol``: max violation over all ``m`` constraints; ``working``: ``K``, the top values of
+    each full pass that join the working set (``None``: ``min(m, max(4 d, 32))``); ``limit``: the
+    phase ends DIVERGED when ``|x|_inf`` exceeds it.
+    """
+
+    xtol: float = 1e-8
+    ftol: float = 1e-12
+    kkt_tol: float = 1e-6
+    violation_tol: float = 1e-6
+    working: int | None = None
+    limit: float = 1e12
+
+    def top(self, oracle: CountingOracle) -> int:
+        k = self.working if self.working is not None else max(4 * oracle.dim, 32)
+        return int(min(oracle.m, k))
+
+
+@dataclass(frozen=True)
+class PrecisionState:
+    """The phase between iterations: the point, its values, the working set's multipliers, ``B``."""
+
+    x: Array
+    fx: float  # objective (mean over all n components) at x
+    vmax: float  # max_j g_j(x) over all m (full pass)
+    cand: IntArray  # the top-K constraints of the pass at x (largest first)
+    B: Array  # damped-BFGS approximation of the Lagrangian's Hessian
+    lam_idx: IntArray  # constraints with a positive multiplier at the last QP
+    lam: Array
+    gL_prev: Array  # grad L(x_prev, lam) (empty before the first step)
+    s_prev: Array  # x - x_prev (empty before the first step)
+    best_x: Array  # the best point with max violation <= violation_tol (empty: none yet)
+    best_f: float = math.inf
+    best_v: float = math.inf
+    rho: float = 0.0
+    delta: float = 1.0  # the step bound |p|_inf <= delta
+    it: int = 0
+    fails: int = 0
+    status: int = RUNNING
+    kkt: float = math.nan  # the last KKT residual, relative to max(1, |grad f|_inf)
+    step: float = math.nan  # the last |p|_inf
+    working: int = 0  # |W| of the last iteration
+    cost: int = 0  # evaluations of the last iteration
+    spent: int = 0  # evaluations of the phase so far
+    elastic: int = 0  # iterations whose QP needed the elastic variable
+    dropped: int = 0  # violated constraints left out of W by the cap K (last pass)
+    before: int = 0  # evaluations of the run before the phase started
+    probes: int = 0  # second-order probes that found a better feasible point (P5)
+
+    @property
+    def violation(self) -> float:
+        return max(self.vmax, 0.0)
+
+    _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "gL_prev", "s_prev", "best_x")
+    _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "status", "kkt", "step", "working", "cost",
+                "spent", "elastic", "dropped", "before", "probes")  # fmt: skip
+
+    def pack(self) -> tuple[Array, ...]:
+        """The state as a tuple of arrays (what a checkpoint stores)."""
+        scal = np.array([float(getattr(self, k)) for k in self._SCALARS])
+        return (*(np.asarray(getattr(self, k)) for k in self._ARRAYS), scal)
+
+    @classmethod
+    def unpack(cls, packed: tuple[Array, ...]) -> PrecisionState:
+        arrays: dict[str, Any] = dict(zip(cls._ARRAYS, packed[:-1], strict=True))
+        arrays["cand"] = np.asarray(arrays["cand"], dtype=np.intp)
+        arrays["lam_idx"] = np.asarray(arrays["lam_idx"], dtype=np.intp)
+        scal: dict[str, Any] = dict(zip(cls._SCALARS, packed[-1].tolist(), strict=True))
+        for k in ("it", "fails", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes"):
+            scal[k] = int(scal[k])
+        return cls(**arrays, **scal)
+
+
+def _bounds(oracle: CountingOracle) -> tuple[Array, Array]:
+    box = oracle.feasible_set
+    d = oracle.dim
+    lo = getattr(box, "lower", None)
+    hi = getattr(box, "upper", None)
+    lo_v = np.broadcast_to(np.asarray(-math.inf if lo is None else lo, dtype=np.float64), (d,)).copy()
+    hi_v = np.broadcast_to(np.asarray(math.inf if hi is None else hi, dtype=np.float64), (d,)).copy()
+    return lo_v, hi_v
+
+
+def _inside(oracle: CountingOracle, X: Array) -> Array:
+    box = oracle.feasible_set
+    return X if box is None else np.asarray(box.project(X), dtype=np.float64)
+
+
+def _objective(oracle: CountingOracle, X: Array) -> Array:
+    """The objective ``f = mean_i l_i`` at the rows of ``X`` (all ``n`` components, one call)."""
+    out: Array = np.asarray(oracle.objective(X, None, purpose="precision"), dtype=np.float64).mean(axis=1)
+    return out
+
+
+def _pass(oracle: CountingOracle, x: Array, k: int) -> tuple[float, IntArray, Array]:
+    """One value-only pass over all ``m`` constraints in blocks: ``(max_j g_j, top-k indices, their values)``."""
+    full = max_violation_full(oracle, x, top=k, purpose="precision")
+    return float(full.max_value), np.asarray(full.top_indices, dtype=np.intp), np.asarray(full.top_values)
+
+
+def iteration_cost(oracle: CountingOracle, working: int) -> int:
+    """Evaluations of one iteration with one trial point: ``2 d n + (2 d + 1)|W| + n + m``."""
+    d = oracle.dim
+    return 2 * d * oracle.n + (2 * d + 1) * working + oracle.n + oracle.m
+
+
+def precision_start(
+    oracle: CountingOracle, x0: Array, settings: PrecisionSettings, active: IntArray | None = None
+) -> PrecisionState:
+    """The phase's first state at ``x0``: its objective (``n`` evaluations) and one full pass (``m``)."""
+    spent0 = oracle.calls
+    x = _inside(oracle, np.array(x0, dtype=np.float64, copy=True).reshape(-1))
+    fx = float(_objective(oracle, x[None, :])[0])
+    vmax, cand, _ = _pass(oracle, x, settings.top(oracle))
+    lam_idx = np.zeros(0, dtype=np.intp) if active is None else np.unique(np.asarray(active, dtype=np.intp))
+    d = x.shape[0]
+    feasible = max(vmax, 0.0) <= settings.violation_tol
+    return PrecisionState(
+        x=x, fx=fx, vmax=vmax, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=np.zeros(lam_idx.shape[0]),
+        gL_prev=np.zeros(0), s_prev=np.zeros(0), best_x=x.copy() if feasible else np.zeros(0),
+        best_f=fx if feasible else math.inf, best_v=vmax if feasible else math.inf, delta=10.0 * max(1.0, float(np.abs(x).max(initial=0.0))),
+        spent=oracle.calls - spent0, before=spent0,
+    )  # fmt: skip
+
+
+def _gradients(oracle: CountingOracle, x: Array, W: IntArray) -> tuple[Array, Array, Array]:
+    """P2: ``(grad f, g_W(x), J_W)`` by central differences inside the bounds (one call per kind)."""
+    d = x.shape[0]
+    h = _H * np.maximum(1.0, np.abs(x))
+    E = np.diag(h)
+    P = _inside(oracle, np.vstack([x + E, x - E]))
+    span = np.maximum(np.diagonal(P[:d]) - np.diagonal(P[d:]), 1e-300)  # one-sided at a bound
+    f = _objective(oracle, P)
+    grad = (f[:d] - f[d:]) / span
+    if W.shape[0] == 0:
+        return grad, np.zeros(0), np.zeros((0, d))
+    C = np.asarray(oracle.constraints(np.vstack([x[None, :], P]), W, purpose="precision"), dtype=np.float64)
+    J = ((C[1 : d + 1] - C[d + 1 :]) / span[:, None]).T
+    return grad, C[0], J
+
+
+def _ldp(M: Array, b: Array) -> tuple[Array, Array] | None:
+    """``min |z|`` s.t. ``M z <= b`` and its multipliers (``z + M^T lam = 0``), or ``None`` when inconsistent.
+
+    Lawson & Hanson ch. 23: ``u = argmin_{u >= 0} |E u - e|`` with ``E = [-M^T; -b^T]``, ``r = E u - e``,
+    ``z = -r[:d] / r[d]`` and ``lam = -u / r[d]``.
+    """
+    d = M.shape[1]
+    E = np.vstack([-M.T, -b[None, :]])
+    e = np.zeros(d + 1)
+    e[d] = 1.0
+    try:
+        u = nnls(E, e)
+    except (RuntimeError, np.linalg.LinAlgError):
+        return None
+    r = E @ u - e
+    if not r[d] < -1e-10:
+        return None
+    return -r[:d] / r[d], -u / r[d]
+
+
+def _qp(B: Array, g: Array, A: Array, b: Array) -> tuple[Array, Array] | None:
+    """``min 1/2 p^T B p + g^T p`` s.t. ``A p <= b`` as a least-distance program in ``z = L^T p + L^{-1} g``
+    (``B = L L^T``): ``G = A L^{-T}``, ``h = b + G L^{-1} g``. Rows are scaled to unit norm for the NNLS and
+    the multipliers scaled back. ``None`` when the rows are inconsistent."""
+    L = np.linalg.cholesky(B)
+    Lg = solve_triangular(L, g, lower=True)
+    G = solve_triangular(L, A.T, lower=True).T
+    h = b + G @ Lg
+    norms = np.maximum(np.sqrt(np.einsum("ij,ij->i", G, G)), 1e-300)
+    out = _ldp(G / norms[:, None], h / norms)
+    if out is None:
+        return None
+    z, lam = out
+    p = solve_triangular(L.T, z - Lg, lower=False)
+    return p, lam / norms
+
+
+@dataclass(frozen=True)
+class _Step:
+    p: Array
+    lam_W: Array  # multipliers of the W rows
+    lam_box: Array  # multipliers of the coordinate rows that are real bounds (upper minus lower), per coordinate
+    trust: bool  # a step-bound row is active
+    xi: float  # elastic variable (0: the linearisation was consistent)
+
+
+def _subproblem(B: Array, g: Array, gW: Array, J: Array, x: Array, lo: Array, hi: Array, delta: float) -> _Step:
+    """P4: the QP, with the bounds and the step bound as coordinate rows; the elastic form when inconsistent."""
+    d = x.shape[0]
+    up = np.minimum(hi - x, delta)
+    down = np.minimum(x - lo, delta)
+    real_up = hi - x <= delta
+    real_down = x - lo <= delta
+    eye = np.eye(d)
+    nW = gW.shape[0]
+    A = np.vstack([J, eye, -eye])
+    b = np.concatenate([-gW, np.maximum(up, 0.0), np.maximum(down, 0.0)])
+    sol = _qp(B, g, A, b)
+    xi = 0.0
+    if sol is None:  # elastic: g_j + J_j p <= xi max(g_j, 0), 0 <= xi <= 1, + 1/2 sigma xi^2
+        sigma = 1e6 * max(1.0, float(np.abs(np.diagonal(B)).max()))
+        Be = np.zeros((d + 1, d + 1))
+        Be[:d, :d] = B
+        Be[d, d] = sigma
+        ge = np.concatenate([g, [0.0]])
+        Ae = np.zeros((A.shape[0] + 2, d + 1))
+        Ae[: A.shape[0], :d] = A
+        Ae[:nW, d] = -np.maximum(gW, 0.0)
+        Ae[-2, d], Ae[-1, d] = 1.0, -1.0
+        be = np.concatenate([b, [1.0, 0.0]])
+        sol_e = _qp(Be, ge, Ae, be)
+        if sol_e is None:  # cannot happen in exact arithmetic (p = 0, xi = 1 is feasible): no step
+            return _Step(np.zeros(d), np.zeros(nW), np.zeros(d), False, 1.0)
+        pe, lam_e = sol_e
+        p, lam, xi = pe[:d], lam_e[: A.shape[0]], float(pe[d])
+    else:
+        p, lam = sol
+    lam_W = lam[:nW]
+    lam_up, lam_down = lam[nW : nW + d], lam[nW + d :]
+    trust = bool(np.any((lam_up > 0) & ~real_up) or np.any((lam_down > 0) & ~real_down))
+    lam_box = np.where(real_up, lam_up, 0.0) - np.where(real_down, lam_down, 0.0)
+    return _Step(p, lam_W, lam_box, trust, max(xi, 0.0))
+
+
+def _bfgs(B: Array, s: Array, y: Array, first: bool) -> Array:
+    """P3: Powell's damped BFGS update (``y`` mixed with ``B s`` so that ``s^T y >= 0.2 s^T B s``)."""
+    sy = float(s @ y)
+    if first and sy > 0.0:
+        B = (float(y @ y) / sy) * np.eye(B.shape[0])  # Nocedal & Wright (6.20): the first scaling
+    Bs = B @ s
+    sBs = float(s @ Bs)
+    if not (sBs > 0.0 and math.isfinite(sBs)):
+        return B
+    if sy < 0.2 * sBs:
+        theta = 0.8 * sBs / (sBs - sy)
+        y = theta * y + (1.0 - theta) * Bs
+        sy = float(s @ y)
+    out = B + np.outer(y, y) / sy - np.outer(Bs, Bs) / sBs
+    out = 0.5 * (out + out.T)
+    try:
+        cho_factor(out)
+    except np.linalg.LinAlgError:
+        return B
+    return out
+
+
+def precision_step(
+    oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None = None
+) -> PrecisionState:
+    """One iteration P1-P6 of the phase from ``st`` (see the module docstring); an ended phase stays as it is.
+    ``rng``: the random directions of the second-order probe (P5b; ``None``: no probe)."""
+    if st.status != RUNNING:
+        return st
+    spent0 = oracle.calls
+    x = st.x
+    d = x.shape[0]
+    K = settings.top(oracle)
+    W = np.union1d(st.lam_idx, st.cand).astype(np.intp)  # P1
+    remaining = oracle.remaining
+    if remaining is not None and remaining < iteration_cost(oracle, int(W.shape[0])):
+        return dataclasses.replace(st, status=BUDGET)
+    grad, gW, J = _gradients(oracle, x, W)  # P2
+    if not (np.isfinite(grad).all() and np.isfinite(J).all()):
+        raise NonFiniteValueError("the precision phase's difference gradients are not finite at the iterate")
+    B = st.B
+    if st.s_prev.shape[0]:  # P3: grad L at x with the last multipliers (their constraints are in W)
+        gL = grad + J[np.searchsorted(W, st.lam_idx)].T @ st.lam if st.lam_idx.shape[0] else grad
+        B = _bfgs(B, st.s_prev, gL - st.gL_prev, first=st.it == 1)
+    lo, hi = _bounds(oracle)
+    try:
+        qp = _subproblem(B, grad, gW, J, x, lo, hi, st.delta)  # P4
+    except np.linalg.LinAlgError:
+        B = np.eye(d) * max(1.0, float(np.abs(np.diagonal(B)).max()))
+        qp = _subproblem(B, grad, gW, J, x, lo, hi, st.delta)
+    p = qp.p
+    pos = qp.lam_W > 0
+    lam_idx, lam = W[pos], qp.lam_W[pos]
+    # P5: the KKT residual with the QP's multipliers (W rows and real bounds), the step, the predicted change
+    resid = grad + J[pos].T @ lam + qp.lam_box
+    gscale = max(1.0, float(np.abs(grad).max()))
+    kkt = float(np.abs(resid).max()) / gscale
+    step = float(np.abs(p).max(initial=0.0))
+    predicted = abs(float(grad @ p)) + float(lam @ np.abs(gW[pos]))
+    small = step <= settings.xtol * max(1.0, float(np.abs(x).max())) or predicted <= settings.ftol * max(1.0, abs(st.fx))
+    base: dict[str, Any] = {"it": st.it + 1, "kkt": kkt, "step": step, "working": int(W.shape[0]),
+            "elastic": st.elastic + (qp.xi > 0.0)}  # fmt: skip
+    if st.violation <= settings.violation_tol and kkt <= settings.kkt_tol and small and not qp.trust and qp.xi == 0.0:
+        found = None
+        if rng is not None and st.probes < _PROBES:  # P5b: is it a minimum along the active constraints?
+            A = np.vstack([J[pos], np.eye(d)[qp.lam_box != 0.0]])
+            found = _probe(oracle, x, st.fx, A, settings, rng, K)
+        if found is not None:  # a better feasible point next to a KKT point that is no minimum: go on from there
+            trial, ft, vt, cand = found
+            spent = oracle.calls - spent0
+            return dataclasses.replace(
+                st, x=trial, fx=ft, vmax=vt, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=lam, gL_prev=np.zeros(0),
+                s_prev=np.zeros(0), probes=st.probes + 1, cost=spent, spent=st.spent + spent, fails=0,
+                best_x=trial.copy(), best_f=ft, best_v=vt, **base,
+            )  # fmt: skip
+        spent = oracle.calls - spent0
+        return dataclasses.replace(st, status=CONVERGED, lam_idx=lam_idx, lam=lam, B=B, cost=spent,
+                                   spent=st.spent + spent, **base)  # fmt: skip
+    # P6: the merit f + rho max(0, max_j g_j), rho above the l1 norm of the multipliers
+    rho = max(st.rho, 1.5 * float(lam.sum()) + 1e-12 * max(1.0, abs(st.fx)))
+    lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
+    phi0 = st.fx + rho * st.violation
+    D = float(grad @ p) - rho * (st.violation - max(lin, 0.0))
+    alpha = 1.0
+    accepted = None
+    for _ in range(_TRIALS):
+        if not D < 0.0:
+            break
+        trial = _inside(oracle, (x + alpha * p)[None, :])[0]
+        try:
+            ft = float(_objective(oracle, trial[None, :])[0])
+            vt, cand, cval = _pass(oracle, trial, K)
+        except NonFiniteValueError:
+            ft, vt, cand, cval = math.nan, math.nan, st.cand, np.zeros(0)
+        phit = ft + rho * max(vt, 0.0)
+        if phit <= phi0 + 1e-4 * alpha * D:
+            accepted = (trial, ft, vt, cand, cval)
+            break
+        if math.isfinite(phit):  # quadratic interpolation, kept in [0.1, 0.5] of the last step
+            denom = 2.0 * (phit - phi0 - D * alpha)
+            a_new = -D * alpha * alpha / denom if denom > 0 else 0.5 * alpha
+            alpha = min(max(a_new, 0.1 * alpha), 0.5 * alpha)
+        else:
+            alpha *= 0.25
+    spent = oracle.calls - spent0
+    if accepted is None:  # no decrease along p: reset B (and the step bound) and try again; give up after _FAILS
+        fails = st.fails + 1
+        status = STALLED if fails >= _FAILS else RUNNING
+        B_new = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))) if fails > 1 else B
+        return dataclasses.replace(
+            st, B=B_new, rho=rho, fails=fails, status=status, lam_idx=lam_idx, lam=lam, gL_prev=np.zeros(0),
+            s_prev=np.zeros(0), delta=max(0.1 * st.delta, step * 0.1) if step > 0 else st.delta, cost=spent,
+            spent=st.spent + spent, **base,
+        )  # fmt: skip
+    trial, ft, vt, cand, cval = accepted
+    s = trial - x
+    gL_x = grad + J[pos].T @ lam
+    delta = st.delta * 2.0 if alpha == 1.0 and step >= 0.5 * st.delta else st.delta
+    best_x, best_f, best_v = st.best_x, st.best_f, st.best_v
+    if max(vt, 0.0) <= settings.violation_tol and ft < best_f:
+        best_x, best_f, best_v = trial.copy(), ft, vt
+    status = RUNNING
+    if not float(np.abs(trial).max()) < settings.limit:
+        status = DIVERGED
+    dropped = int(K < oracle.m and cval.shape[0] == K and K > 0 and bool(cval[-1] > 0))  # more violated than K
+    return dataclasses.replace(
+        st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, gL_prev=gL_x, s_prev=s,
+        best_x=best_x, best_f=best_f, best_v=best_v, rho=rho, delta=delta, fails=0, status=status, cost=spent,
+        spent=st.spent + spent, dropped=dropped, **base,
+    )  # fmt: skip
+
+
+def _probe(
+    oracle: CountingOracle, x: Array, fx: float, A: Array, settings: PrecisionSettings, rng: np.random.Generator, k: int
+) -> tuple[Array, float, float, IntArray] | None:
+    """P5b, a second-order probe at a KKT point: ``x +- t v`` for two random unit directions ``v`` in the null
+    space of the active gradients ``A`` (``t = 10^-2 max(1, |x|_inf)``, inside the bounds). A probe point whose
+    objective is below ``f(x) - 10^-12 max(1, |f(x)|)`` and whose max violation over all ``m`` (a full pass)
+    is ``<= violation_tol`` shows that ``x`` is no local minimum (a saddle, a maximum along the boundary):
+    it is returned with its values. Cost: ``4 n`` plus ``m`` per lower probe point checked."""
+    d = x.shape[0]
+    if A.shape[0]:
+        _, sv, Vt = np.linalg.svd(A)
+        rank = int((sv > 1e-10 * max(float(sv.max(initial=0.0)), 1e-300)).sum())
+        null = Vt[rank:].T
+    else:
+        null = np.eye(d)
+    if null.shape[1] == 0:
+        return None
+    V = null @ rng.standard_normal((null.shape[1], 2))
+    V /= np.maximum(np.linalg.norm(V, axis=0), 1e-300)
+    t = 1e-2 * max(1.0, float(np.abs(x).max()))
+    P = _inside(oracle, np.vstack([x + t * V.T, x - t * V.T]))
+    F = _objective(oracle, P)
+    for i in np.argsort(F):
+        if not F[i] < fx - 1e-12 * max(1.0, abs(fx)):
+            break
+        vt, cand, _ = _pass(oracle, P[i], k)
+        if max(vt, 0.0) <= settings.violation_tol:
+            return P[i].copy(), float(F[i]), vt, cand
+    return None
+
+
+def describe(st: PrecisionState) -> str:
+    """The phase in one sentence (for the stop message)."""
+    return (
+        f"precision phase (working-set SQP): {st.it} iteration(s), {st.spent} evaluations, last |W| = {st.working}, "
+        f"last iteration {st.cost} evaluations, KKT residual {st.kkt:.2g} of max(1, |grad f|), step {st.step:.2g}, "
+        f"max violation {st.violation:.2g}" + (f", {st.elastic} elastic QP(s)" if st.elastic else "")
+        + (", the working-set cap left violated constraints out" if st.dropped else "")
+        + (f", {st.probes} second-order probe(s) found a better point next to a KKT point" if st.probes else "")
+    )

@@ -1,0 +1,279 @@
+"""The precision phase of DSZOG / ADSZOG (``steps="auto"``): a working-set SQP from function values that
+reaches the tolerances the user asks for, on many constraints and on small problems; its cost per
+iteration; and the fixes that came with it (non-finite values at the start, restorations that keep
+their best point, no divergence on a bounded convex problem, no run stopping early on its budget)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from scipy.optimize import minimize as scipy_minimize
+
+import zoframe
+from zoframe.errors import NonFiniteValueError
+from zoframe.oracle import CountingOracle
+from zoframe_constrained.precision import (
+    PrecisionSettings,
+    iteration_cost,
+    precision_start,
+    precision_step,
+)
+from zoframe_constrained.solvers import ADSZOG
+
+SEEDS = (0, 1, 2)
+
+
+def rel(f: float, f_star: float) -> float:
+    return abs(f - f_star) / max(1.0, abs(f_star))
+
+
+def polytope(seed: int, d: int = 20, m: int = 10_000) -> tuple[Any, float]:
+    """Projection of a far point onto a random polytope ``{A x <= 1}`` (0 inside); f* from cvxpy (Clarabel)."""
+    rng = np.random.default_rng(100 + seed)
+    A = rng.standard_normal((m, d))
+    a = 5.0 * rng.standard_normal(d)
+    prob = zoframe.Constrained(lambda X: ((X - a) ** 2).sum(1), lambda X, idx: X @ A[idx].T - 1.0, m=m, x0=np.zeros(d))
+    return prob, _cvx(cp.sum_squares(_var(d) - a), lambda x: [A @ x <= 1.0])
+
+
+_VARS: dict[int, Any] = {}
+
+
+def _var(d: int) -> Any:
+    _VARS[d] = cp.Variable(d)
+    return _VARS[d]
+
+
+def _cvx(objective: Any, constraints: Any) -> float:
+    """The optimal value of a convex QP by Clarabel at tight tolerances (the variable made by ``_var``)."""
+    x = next(reversed(_VARS.values()))
+    ref = cp.Problem(cp.Minimize(objective), constraints(x))
+    ref.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    assert ref.status == cp.OPTIMAL
+    return float(ref.value)
+
+
+def one_sided_fit(seed: int, d: int = 12, grid: int = 10_000) -> tuple[Any, float]:
+    """Least-squares polynomial (Chebyshev basis, d coefficients) fit of noisy data that must lie above the
+    data at every one of ``grid`` points: a semi-infinite convex QP; f* from cvxpy."""
+    rng = np.random.default_rng(200 + seed)
+    t = np.linspace(-1.0, 1.0, grid)
+    y = np.sin(3 * t) + 0.5 * np.cos(7 * t) + 0.05 * rng.standard_normal(grid)
+    Phi = np.polynomial.chebyshev.chebvander(t, d - 1)
+
+    def obj(X: np.ndarray) -> np.ndarray:
+        out: np.ndarray = ((X @ Phi.T - y) ** 2).mean(axis=1)
+        return out
+
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = y[idx] - X @ Phi[idx].T
+        return out
+
+    prob = zoframe.Constrained(obj, con, m=grid, x0=np.zeros(d))
+    return prob, _cvx(cp.sum_squares(Phi @ _var(d) - y) / grid, lambda c: [Phi @ c >= y])
+
+
+def rosenbrock_halfspaces(seed: int, d: int = 10, m: int = 10_000) -> tuple[Any, float, np.ndarray]:
+    """Rosenbrock inside random halfspaces that cut off its minimiser (1, ..., 1); the reference is scipy
+    SLSQP with exact gradients from the same start (a nonconvex problem: the local solution found from x0)."""
+    rng = np.random.default_rng(300 + seed)
+    D = rng.standard_normal((m, d))
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    e = rng.uniform(1.5, 3.0, m)
+
+    def rosen(X: np.ndarray) -> np.ndarray:
+        out: np.ndarray = (100.0 * (X[:, 1:] - X[:, :-1] ** 2) ** 2 + (1.0 - X[:, :-1]) ** 2).sum(axis=1)
+        return out
+
+    def grad(x: np.ndarray) -> np.ndarray:
+        g = np.zeros_like(x)
+        g[:-1] = -400.0 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2.0 * (1.0 - x[:-1])
+        g[1:] += 200.0 * (x[1:] - x[:-1] ** 2)
+        return g
+
+    x0 = np.zeros(d)
+    prob = zoframe.Constrained(rosen, lambda X, idx: X @ D[idx].T - e[idx], m=m, x0=x0)
+    ref = scipy_minimize(
+        lambda x: float(rosen(x[None, :])[0]), x0, jac=grad, method="SLSQP",
+        constraints=[{"type": "ineq", "fun": lambda x: e - D @ x, "jac": lambda x: -D}],
+        options={"ftol": 1e-15, "maxiter": 2000},
+    )  # fmt: skip
+    assert ref.success
+    return prob, float(ref.fun), np.asarray(ref.x)
+
+
+@pytest.mark.parametrize("solver", ["adszog", "dszog"])
+def test_polytope_projection_to_1e6(solver: str) -> None:
+    """d 20, m 1e4: median over 3 seeds within 1e-6 relative error and 1e-8 violation, CONVERGED."""
+    errs, viols = [], []
+    for seed in SEEDS:
+        prob, f_star = polytope(seed)
+        r = zoframe.minimize(prob, solver, rng=seed, max_calls=100 * 20 * 10_001, record_every=0)
+        errs.append(rel(r.fun, f_star))
+        viols.append(r.max_violation)
+        assert r.status is not zoframe.Status.DIVERGED, r.message
+        if r.success:  # a claim must be true
+            assert rel(r.fun, f_star) <= 1e-6 and r.max_violation <= 1e-6, r.message
+    assert np.median(errs) <= 1e-6, errs
+    assert np.median(viols) <= 1e-8, viols
+
+
+def test_one_sided_fit_on_a_grid_of_1e4_points() -> None:
+    """The semi-infinite convex QP: median relative error <= 1e-6 and violation <= 1e-8 (adszog defaults)."""
+    errs, viols = [], []
+    for seed in SEEDS:
+        prob, f_star = one_sided_fit(seed)
+        r = zoframe.minimize(prob, "adszog", rng=seed, max_calls=100 * 12 * 10_001, record_every=0)
+        errs.append(rel(r.fun, f_star))
+        viols.append(r.max_violation)
+        if r.success:
+            assert rel(r.fun, f_star) <= 1e-5, (r.fun, f_star, r.message)
+    assert np.median(errs) <= 1e-6, errs
+    assert np.median(viols) <= 1e-8, viols
+
+
+def test_rosenbrock_in_halfspaces() -> None:
+    """A nonconvex objective in 1e4 halfspaces: median relative error <= 1e-6 against the local solution."""
+    errs, viols = [], []
+    for seed in SEEDS:
+        prob, f_star, _ = rosenbrock_halfspaces(seed)
+        r = zoframe.minimize(prob, "adszog", rng=seed, max_calls=100 * 10 * 10_001, record_every=0)
+        errs.append(rel(r.fun, f_star))
+        viols.append(r.max_violation)
+    assert np.median(errs) <= 1e-6, errs
+    assert np.median(viols) <= 1e-8, viols
+
+
+def _two_constraints() -> Any:
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.stack([X[:, 0] ** 2 - X[:, 1], X[:, 0] + X[:, 1] - 2.0], axis=1)[:, idx]
+        return out
+
+    return zoframe.Constrained(lambda X: (X[:, 0] - 2.0) ** 2 + (X[:, 1] - 1.0) ** 2, g, m=2, x0=np.zeros(2))
+
+
+@pytest.mark.parametrize("solver", ["adszog", "dszog"])
+def test_a_small_problem_costs_what_a_derivative_free_sqp_costs(solver: str) -> None:
+    """min (x0-2)^2 + (x1-1)^2 s.t. x0^2 <= x1, x0 + x1 <= 2: x* = (1, 1), f* = 1, in a few hundred evaluations."""
+    r = zoframe.minimize(_two_constraints(), solver, rng=0, max_calls=20_000)
+    assert r.success, r.message
+    assert rel(r.fun, 1.0) <= 1e-8 and r.max_violation is not None and r.max_violation <= 1e-8
+    assert r.nfev <= 400, r.nfev
+    assert "small problem" in r.message and "precision phase" in r.message
+
+
+def test_a_small_problem_from_an_infeasible_start() -> None:
+    """x0 = (-3, -3) violates x0^2 <= x1 by 12: the phase's merit / elastic QP bring it to x* = (1, 1)."""
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.stack([X[:, 0] ** 2 - X[:, 1], X[:, 0] + X[:, 1] - 2.0], axis=1)[:, idx]
+        return out
+
+    prob = zoframe.Constrained(lambda X: (X[:, 0] - 2.0) ** 2 + (X[:, 1] - 1.0) ** 2, g, m=2, x0=np.array([-3.0, -3.0]))
+    r = zoframe.minimize(prob, "adszog", rng=0, max_calls=20_000)
+    assert r.success and np.allclose(r.x, [1.0, 1.0], atol=1e-6), (r.x, r.message)
+    assert r.nfev <= 1000, r.nfev
+
+
+def test_the_phase_costs_about_m_plus_2d_w_per_iteration() -> None:
+    """Each iteration's evaluations, counted by the oracle: the gradients (2 d n + (2 d + 1)|W|) plus
+    n + m per trial point; never (d + 1) m."""
+    prob, _ = polytope(0, d=10, m=5000)
+    oracle = CountingOracle(prob)
+    settings = PrecisionSettings(violation_tol=1e-8)
+    st = precision_start(oracle, np.zeros(10), settings)
+    assert oracle.calls == 1 + 5000
+    for _ in range(6):
+        before = oracle.calls
+        W = np.union1d(st.lam_idx, st.cand).shape[0]
+        st = precision_step(oracle, st, settings)
+        spent = oracle.calls - before
+        assert st.cost == spent and st.working == W
+        grads = 2 * 10 * 1 + (2 * 10 + 1) * W
+        trials = (spent - grads) / (1 + 5000)
+        assert trials == int(trials) and trials <= 3, (spent, grads)
+        assert spent < 11 * 5000 / 2  # far below a finite-difference SQP over all constraints
+        assert iteration_cost(oracle, W) == grads + 1 + 5000
+        if st.status:
+            break
+    assert st.status == 1 and st.violation <= 1e-8  # CONVERGED
+
+
+def test_a_nonfinite_constraint_at_the_start_raises() -> None:
+    """A constraint NaN near x0 with nonfinite='raise': the run fails with NonFiniteValueError (the user's
+    function), not as DIVERGED."""
+
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out = X @ np.ones((X.shape[1], 1))[:, [0] * len(idx)] - 1.0
+        out[np.abs(X - 0.5).max(axis=1) < 1e-1] = np.nan  # near x0 only, not at x0
+        out[np.abs(X - 0.5).max(axis=1) == 0.0] = 0.0
+        return np.asarray(out)
+
+    prob = zoframe.Constrained(lambda X: (X**2).sum(1), con, m=300, x0=np.full(30, 0.5))
+    with pytest.raises(zoframe.RunFailedError) as info:
+        zoframe.minimize(prob, "dszog", rng=0, max_calls=10**6, small_problem=0)
+    assert isinstance(info.value.__cause__, NonFiniteValueError)
+
+
+def test_a_failed_restoration_keeps_its_best_point() -> None:
+    """Infeasible constraints (x <= -1 and x >= 1): the restoration fails, and the point it returns is the best
+    one it measured, not a worse last round."""
+    prob = zoframe.Constrained(
+        lambda X: (X**2).sum(1), lambda X, idx: np.stack([X[:, 0] + 1, 1 - X[:, 0]], axis=1)[:, idx], m=2, x0=np.zeros(1)
+    )
+    r = zoframe.minimize(prob, "adszog", rng=0, max_calls=20_000, restore_rounds=5, small_problem=0)
+    assert not r.success and r.status is not zoframe.Status.CONVERGED
+    assert r.max_violation is not None and r.max_violation <= 1.0 + 1e-9  # x = 0 has violation 1, the least there is
+
+
+@pytest.mark.parametrize("solver", ["adszog", "dszog"])
+def test_a_box_given_as_black_box_constraints_does_not_diverge(solver: str) -> None:
+    """min c^T x with -1 <= x_i <= 1 written as 2 d black-box constraints (the objective unbounded outside):
+    no divergence, the vertex -sign(c) to 1e-6."""
+    d = 40
+    c = np.random.default_rng(5).standard_normal(d)
+
+    def box(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.hstack([X - 1.0, -X - 1.0])[:, idx]
+        return out
+
+    prob = zoframe.Constrained(lambda X: X @ c, box, m=2 * d, x0=np.zeros(d))
+    budget = 100 * d * (1 + 2 * d)
+    for seed in SEEDS:  # the penalty phase first (small_problem=0), then the precision phase
+        r = zoframe.minimize(prob, solver, rng=seed, max_calls=budget, small_problem=0, record_every=0)
+        assert r.status is not zoframe.Status.DIVERGED, r.message
+        assert r.feasible and np.abs(r.x).max() <= 1.0 + 1e-6, r.message
+    r = zoframe.minimize(prob, solver, rng=0, max_calls=budget, record_every=0)  # a small problem: precision from x0
+    assert r.success and np.abs(r.x + np.sign(c)).max() <= 1e-6, r.message
+
+
+def test_runs_do_not_stop_early_on_the_budget() -> None:
+    """Every run on the sample either converges or uses most of its budget."""
+    for seed in SEEDS:
+        prob, _ = polytope(seed, d=10, m=2000)
+        budget = 50 * 10 * 2001
+        r = zoframe.minimize(prob, "adszog", rng=seed, max_calls=budget, record_every=0)
+        assert r.status is zoframe.Status.CONVERGED or r.nfev >= 0.9 * budget, (r.nfev, r.message)
+
+
+def test_solver_validates_the_new_parameters() -> None:
+    with pytest.raises(zoframe.InvalidParameterError):
+        ADSZOG(ftol=0.0)
+    with pytest.raises(zoframe.InvalidParameterError):
+        ADSZOG(small_problem=-1)
+
+
+def test_a_saddle_point_is_not_accepted() -> None:
+    """``min x0^2 - x1^2 + x1^4`` (x0 <= 5): from (1, 0) the x1-gradient is 0 along the whole path and SQP meets the
+    saddle (0, 0), a KKT point; the second-order probe finds the lower feasible points next to it and the run
+    ends at a minimum, x1 = +-1/sqrt(2), f = -1/4."""
+    prob = zoframe.Constrained(
+        lambda X: X[:, 0] ** 2 - X[:, 1] ** 2 + X[:, 1] ** 4, lambda X, idx: (X[:, 0] - 5.0)[:, None][:, idx * 0], m=1,
+        x0=np.array([1.0, 0.0]),
+    )  # fmt: skip
+    for seed in SEEDS:
+        r = zoframe.minimize(prob, "adszog", rng=seed, max_calls=20_000)
+        assert r.success and abs(r.fun + 0.25) <= 1e-8, (r.fun, r.message)
+        assert "second-order probe" in r.message
