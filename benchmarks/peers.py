@@ -12,6 +12,15 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 * ``adszog+restore``   the same solver, restoration phase after ``--restore-after`` steps (ends the run);
 * ``zopsgd``           zoframe ZOPSGD (projection onto all m constraints with cvxpy each step);
 * ``scipy-cobyla``     ``scipy.optimize.minimize(method="COBYLA")`` with the m constraints as one vector;
+* ``slsqp-fd``         ``scipy.optimize.minimize(method="SLSQP", jac="2-point")``: forward-difference
+                       gradients of f0 and of the constraint vector (one black box, no ``jac`` given, so
+                       scipy differentiates it by forward differences too); the smooth-problem method a
+                       scipy user tries first. It is called directly, like the other scipy methods here:
+                       what a user of scipy runs, with the same Python functions as every other peer of
+                       this script (one call per difference point);
+* ``zoframe-slsqp-fd`` the same method through zoframe's registered ``slsqp-fd`` peer
+                       (``zoframe.minimize(problem, "slsqp-fd", points_per_step=1)``: the difference points
+                       batched into one oracle call, every point checked), for a user of zoframe's peers;
 * ``pdfo-cobyla``      PDFO's COBYLA (Powell's Fortran code) with the same constraint vector;
 * ``cma-al``           pycma's augmented Lagrangian ``cma.fmin_con2`` with the constraint vector;
 * ``ng-cobyla``, ``ng-ngopt``  nevergrad's Cobyla and NGOpt, told the max violation as the
@@ -19,15 +28,25 @@ Methods (the peers are the optional ``zoframe[bench]`` extra; a missing one is r
 
 zoframe's hyper-parameters are fixed here, not tuned per run: ``eta_w = 3e-2``, ``eta_p = 1e-2``,
 ``beta = 10``, ``steps="paper"`` (these fixed steps, not the backtracking mode), the other defaults
-(``q = 10``, batches 128). Every stochastic method runs once per
-seed of ``--seeds`` (the deterministic COBYLAs once); the JSON gives each method's per-seed times to
-target and their median (a seed that never reaches the target counts as infinitely slow), and
-``speedup_adszog_vs_best_other`` = best peer median / best zoframe median.
+(``q = 10``, batches 128). Every stochastic method runs once per seed of ``--seeds`` (the
+deterministic SLSQPs and COBYLAs ``--repeats`` times, default once); the runs are interleaved round
+by round across the methods (round k runs every method's k-th run), and with ``--stop-at-target``
+every run but each method's first stops at the target. Every method runs with one BLAS thread
+(``zoframe.minimize``'s own default; a loaded machine slows multi-threaded small products a lot).
+The JSON gives each method's per-run times to target and their median (a run that never reaches
+the target counts as infinitely slow); ``evaluations`` counts the peers' points, and for the
+methods run through ``zoframe.minimize`` (adszog, zopsgd, zoframe-slsqp-fd) the oracle's evaluations
+(``n + m`` per point of a peer). For each problem, ``best_peer`` names the FASTEST peer (smallest
+median time to target among the methods run that are not zoframe's adszog variants; ``zopsgd``
+counts as a peer) and ``speedup_adszog_vs_best_peer`` = that peer's median / the faster adszog
+variant's median (named in ``best_adszog``); the earlier key ``speedup_adszog_vs_best_other`` holds
+the same number. When no peer reaches the target, ``speedup_lower_bound`` = budget / adszog's
+median instead. The final line's ``headline`` repeats these per problem.
 
 For the zoframe solvers, the point reported is the best feasible point seen by the checks (the
 ``last_iterate_*`` fields give the final iterate). The clock counts each method's own time: the
 target checks (objective over all n samples and the exact violation, after every peer evaluation
-and every 10 zoframe iterations) are subtracted.
+and every 10 zoframe iterations, every step of zoframe-slsqp-fd) are subtracted.
 
 The objective targets are fixed before any method runs and depend on none of them:
 
@@ -45,12 +64,15 @@ The objective targets are fixed before any method runs and depend on none of the
 Prints ONE final line of JSON::
 
     python benchmarks/peers.py --budget 60 --seeds 0,1,2,3,4
+    python benchmarks/peers.py --problems breast-cancer --methods adszog,slsqp-fd,zoframe-slsqp-fd \
+        --seeds 0,1,2,3,4 --repeats 5 --budget 20 --stop-at-target
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+import contextlib
 import dataclasses
 import json
 import math
@@ -124,6 +146,8 @@ class Tracker:
         self.evals += 1
         f = self.f0(w)
         self.check(w, f)
+        if self.stop_at_target and self.time_to(self.target) is not None:
+            raise _Stop
         return f
 
     def report(self) -> dict[str, Any]:
@@ -174,6 +198,18 @@ def run_scipy_cobyla(problem: Any, tracker: Tracker) -> None:
     try:
         minimize(tracker.objective, problem.x0, method="COBYLA", constraints=cons,
                  options={"maxiter": 10**7, "rhobeg": 0.5, "tol": 1e-10})  # fmt: skip
+    except _Stop:
+        pass
+
+
+def run_scipy_slsqp_fd(problem: Any, tracker: Tracker) -> None:
+    from scipy.optimize import minimize
+
+    # every difference point goes through tracker.objective / tracker.constraints like any other point
+    cons = [{"type": "ineq", "fun": lambda w: -tracker.constraints(w)}]
+    try:
+        minimize(tracker.objective, problem.x0, method="SLSQP", jac="2-point", constraints=cons,
+                 options={"maxiter": 10**6})  # fmt: skip
     except _Stop:
         pass
 
@@ -230,8 +266,20 @@ except ImportError:  # pragma: no cover - the constrained plugin is first-party
     pass
 #: the a9a target's place between f0(0) (0) and the white-box reference minimum (1)
 TARGET_FRACTION = 0.5
-DETERMINISTIC = ("scipy-cobyla", "pdfo-cobyla")
+DETERMINISTIC = ("scipy-cobyla", "slsqp-fd", "zoframe-slsqp-fd", "pdfo-cobyla")
 ZOFRAME = ("adszog", "adszog+restore")
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """One BLAS thread for the method run (the peers' matrix products, SLSQP's LAPACK calls, zoframe's steps)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn, which the data set needs
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def run_method(
@@ -247,13 +295,17 @@ def run_method(
         ),
         "zopsgd": lambda: run_zoframe(problem, tracker, "zopsgd", {"eta": 1e-2, "time_cap": budget}, 1, seed),
         "scipy-cobyla": lambda: run_scipy_cobyla(problem, tracker),
+        "slsqp-fd": lambda: run_scipy_slsqp_fd(problem, tracker),
+        # one point per step: the callback checks every point the peer evaluates
+        "zoframe-slsqp-fd": lambda: run_zoframe(problem, tracker, "slsqp-fd", {"points_per_step": 1}, 1, seed),
         "pdfo-cobyla": lambda: run_pdfo_cobyla(problem, tracker),
         "cma-al": lambda: run_cma(problem, tracker, seed),
         "ng-cobyla": lambda: run_nevergrad(problem, tracker, "Cobyla", seed),
         "ng-ngopt": lambda: run_nevergrad(problem, tracker, "NGOpt", seed),
     }
     try:
-        runners[name]()
+        with _one_blas_thread():  # every method alike (zoframe.minimize's own default is one BLAS thread too)
+            runners[name]()
     except ImportError as exc:
         return {"error": f"not installed ({exc}); pip install 'zoframe[bench]'"}
     except Exception as exc:  # a peer that crashes is a result too
@@ -317,28 +369,87 @@ def median_time(times: list[float | None]) -> float | None:
     return None if math.isinf(med) else med
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+METHODS = ("adszog", "adszog+restore", "zopsgd", "scipy-cobyla", "slsqp-fd", "zoframe-slsqp-fd", "pdfo-cobyla",
+           "cma-al", "ng-cobyla", "ng-ngopt")  # fmt: skip
+
+
+def best_peer_ratio(medians: dict[str, float | None], budget: float) -> dict[str, Any]:
+    """The headline of one problem: adszog's median time to target against the FASTEST peer's.
+
+    ``medians`` maps each method run to its median time to target (None: the median seed never
+    reached it). Peers are all methods but zoframe's adszog variants (:data:`ZOFRAME`). Returns
+    ``best_peer`` (the peer with the smallest median, None if none reached the target), its
+    time, ``best_adszog`` (the faster adszog variant) and its time, and
+    ``speedup_adszog_vs_best_peer`` = best peer's median / best adszog's median (None when either
+    side never reached the target); when no peer reached it but adszog did,
+    ``speedup_lower_bound`` = budget / adszog's median.
+    """
+    peers = {k: v for k, v in medians.items() if k not in ZOFRAME and v is not None}
+    zo = {k: v for k, v in medians.items() if k in ZOFRAME and v is not None}
+    best_peer = min(peers, key=lambda k: (peers[k], k)) if peers else None
+    best_zo = min(zo, key=lambda k: (zo[k], k)) if zo else None
+    ratio = peers[best_peer] / zo[best_zo] if best_peer is not None and best_zo is not None else None
+    return {
+        "best_peer": best_peer,
+        "best_peer_median_time": None if best_peer is None else peers[best_peer],
+        "best_adszog": best_zo,
+        "best_adszog_median_time": None if best_zo is None else zo[best_zo],
+        "speedup_adszog_vs_best_peer": ratio,
+        "peers_not_reaching_target": sorted(k for k, v in medians.items() if k not in ZOFRAME and v is None),
+        # no peer reached the target within the budget: the speed-up is at least budget / adszog's time
+        "speedup_lower_bound": budget / zo[best_zo] if best_zo is not None and not peers else None,
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked: unknown methods, bad seeds or a non-positive budget are errors."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--budget", type=float, default=60.0, help="wall-clock seconds per method, problem and seed")
     ap.add_argument("--problems", default="breast-cancer,a9a")
-    ap.add_argument("--methods", default="adszog,adszog+restore,zopsgd,scipy-cobyla,pdfo-cobyla,cma-al,ng-cobyla,ng-ngopt")
+    ap.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, from {', '.join(METHODS)}")
     ap.add_argument("--seeds", default="0,1,2,3,4", help="seeds of the stochastic methods (comma-separated)")
     ap.add_argument("--peer-seeds", type=int, default=None,
                     help="run the stochastic peers (zopsgd, pycma, nevergrad) on only the first K seeds")  # fmt: skip
     ap.add_argument("--stop-at-target", action="store_true",
-                    help="stop zoframe's runs at the target after the first seed (which runs the full budget)")  # fmt: skip
+                    help="stop each method's runs at the target after its first run (which runs the full budget)")  # fmt: skip
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of each deterministic peer (SLSQP, COBYLA), median taken; runs interleaved across methods")  # fmt: skip
     ap.add_argument("--target-bc", type=float, default=0.18, help="objective target on breast-cancer pairwise")
     ap.add_argument("--target-a9a", type=float, default=None,
                     help="objective target on a9a (default: halfway from f0(0) to the white-box reference minimum)")  # fmt: skip
     ap.add_argument("--restore-after", type=int, default=1000, help="ADSZOG steps before its restoration phase")
-    args = ap.parse_args()
-    seeds = [int(v) for v in args.seeds.split(",") if v.strip()]
+    args = ap.parse_args(argv)
+    if not (math.isfinite(args.budget) and args.budget > 0):
+        ap.error(f"--budget must be a positive number of seconds, got {args.budget}")
+    try:
+        args.seeds = [int(v) for v in args.seeds.split(",") if v.strip()]
+    except ValueError:
+        ap.error(f"--seeds must be comma-separated integers, e.g. 0,1,2; got {args.seeds!r}")
+    if not args.seeds:
+        ap.error("--seeds is empty: give at least one seed, e.g. --seeds 0")
+    if args.repeats < 1:
+        ap.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.peer_seeds is not None and args.peer_seeds < 1:
+        ap.error(f"--peer-seeds must be at least 1, got {args.peer_seeds}")
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in args.methods if m not in METHODS]
+    if unknown or not args.methods:
+        ap.error(f"unknown or no methods {unknown}; choose from {', '.join(METHODS)}")
+    args.problems = [p.strip() for p in args.problems.split(",") if p.strip()]
+    if not args.problems:
+        ap.error("--problems is empty: give breast-cancer, a9a or another pairwise data set")
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    seeds = args.seeds
     reg = zoframe.default_registry()
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    out: dict[str, Any] = {"budget_seconds": args.budget, "violation_tol": VIOLATION_TOL, "seeds": seeds,
+    methods = args.methods
+    out: dict[str, Any] = {"budget_seconds": args.budget, "violation_tol": VIOLATION_TOL, "seeds": seeds, "blas_threads": 1,
                            "zoframe_params": {**ADSZOG, "restore_every": SNAPSHOT_EVERY}, "target_fraction_a9a": TARGET_FRACTION,
                            "versions": versions(), "problems": {}}  # fmt: skip
-    for pname in [p.strip() for p in args.problems.split(",") if p.strip()]:
+    for pname in args.problems:
         try:
             problem = reg.make_problem("pairwise", dataset=pname, seed=0, black_box_constraints=False)
         except DataNotFoundError as exc:
@@ -357,32 +468,43 @@ def main() -> None:
                                  "methods": {}}  # fmt: skip
         print(f"{pname}: target f0 <= {target:.4f} ({target_from}; f0(0) = {f_start:.4f}, "
               f"reference {ref['reference_f0']:.4f})", flush=True)  # fmt: skip
+        plan: dict[str, list[int]] = {}  # each method's seeds, one per run
         for name in methods:
             if name in DETERMINISTIC:
-                run_seeds = seeds[:1]
+                plan[name] = seeds[:1] * args.repeats
             elif name in ZOFRAME or args.peer_seeds is None:
-                run_seeds = seeds
+                plan[name] = list(seeds)
             else:
-                run_seeds = seeds[: args.peer_seeds]
-            runs = []
-            for seed in run_seeds:
-                stop = args.stop_at_target and name in ZOFRAME and seed != run_seeds[0]
-                res = run_method(name, problem, target, args.budget, args.restore_after, seed, stop)
-                res["seed"] = seed
-                runs.append(res)
-            times = [r.get("time_to_target") for r in runs]
+                plan[name] = seeds[: args.peer_seeds]
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in methods}
+        for k in range(max(len(v) for v in plan.values())):  # round k: every method's k-th run, interleaved
+            for name in methods:
+                if k >= len(plan[name]):
+                    continue
+                stop = args.stop_at_target and k > 0
+                res = run_method(name, problem, target, args.budget, args.restore_after, plan[name][k], stop)
+                res["seed"] = plan[name][k]
+                res["run"] = k
+                runs[name].append(res)
+        for name in methods:
+            times = [r.get("time_to_target") for r in runs[name]]
             entry["methods"][name] = {"median_time_to_target": median_time(times), "times_to_target": times,
-                                      "runs": runs}  # fmt: skip
+                                      "runs": runs[name]}  # fmt: skip
             print(f"  {name}: median time to target {entry['methods'][name]['median_time_to_target']} "
                   f"({times})", flush=True)  # fmt: skip
         medians = {k: v["median_time_to_target"] for k, v in entry["methods"].items()}
-        peers = [v for k, v in medians.items() if k not in ZOFRAME and v is not None]
-        best_zo = [v for k, v in medians.items() if k in ZOFRAME and v is not None]
-        entry["speedup_adszog_vs_best_other"] = (min(peers) / min(best_zo)) if peers and best_zo else None
-        # no other method reached the target within the budget: the speed-up is at least budget / adszog's time
-        entry["speedup_lower_bound"] = (args.budget / min(best_zo)) if best_zo and not peers else None
+        head = best_peer_ratio(medians, args.budget)
+        entry.update(head)
+        entry["speedup_adszog_vs_best_other"] = head["speedup_adszog_vs_best_peer"]  # the earlier key, same value
         out["problems"][pname] = entry
+    out["headline"] = {
+        p: {k: e[k] for k in ("target_f0", "best_adszog", "best_adszog_median_time", "best_peer",
+                              "best_peer_median_time", "speedup_adszog_vs_best_peer", "speedup_lower_bound")}
+        if "error" not in e else {"error": e["error"]}
+        for p, e in out["problems"].items()
+    }  # fmt: skip
     print(json.dumps(out))
+    return out
 
 
 if __name__ == "__main__":
