@@ -431,3 +431,15 @@ def test_counts_by_kind_and_purpose_are_exact_and_keep_their_order_across_paths(
         assert list(a.calls_by_kind) == list(b.calls_by_kind)
         assert list(a.calls_by_purpose) == list(b.calls_by_purpose)
     assert b.calls_by_kind["objective"] == 5 * 3 * 2 and b.calls_by_purpose["estimate"] == 4 * 3 * 2 + 2 * 3 * 6
+
+
+def test_huge_finite_values_are_no_warning_and_non_finite_ones_are_still_seen() -> None:
+    """The finiteness test squares the values: an overflow of that sum on huge finite values (1e200)
+    is neither a warning (the suite turns warnings into errors) nor taken for a non-finite value."""
+    huge = zoframe.FiniteSum(lambda X: 1e200 * (1.0 + X.sum(axis=1)), x0=np.zeros(3))
+    oracle = CountingOracle(huge)
+    out = oracle.objective(np.ones((4, 3)))
+    assert out.shape == (4, 1) and np.all(out == 4e200)
+    bad = zoframe.FiniteSum(lambda X: np.where(X[:, 0] > 0, np.inf, 1e200), x0=np.zeros(3))
+    with pytest.raises(NonFiniteValueError):
+        CountingOracle(bad).objective(np.ones((2, 3)))

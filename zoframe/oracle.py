@@ -283,6 +283,17 @@ def checked_values(raw: Any, k: int, b: int, what: str, *, per_point: bool = Fal
     return _values(raw, k, b, what, per_point, _PASS)
 
 
+def _all_finite(out: Array) -> bool:
+    """Whether every value of ``out`` is finite: NaN or inf make the sum of squares non-finite (one
+    fused BLAS pass); a sum that overflowed on huge finite values is told apart by the exact check.
+    The overflow itself is not a warning: huge finite values are the user's, not an error here."""
+    flat = out.ravel()
+    with np.errstate(over="ignore"):
+        if math.isfinite(flat.dot(flat)):
+            return True
+    return bool(np.isfinite(out).all())
+
+
 def _call_blocks(fn: Callable[..., Any], blocks: Sequence[Sequence[Array]], idx: IntArray) -> list[Any]:
     """One task: the user function on each of its blocks, one call per block (as serially).
 
@@ -548,9 +559,7 @@ class CountingOracle:
         finally:
             self.seconds += _clock() - t0
         out = _result(raw, k, b, self, fn, family.kind)
-        # NaN or inf make the sum of squares non-finite; a finite overflow is told apart by the exact check
-        flat = out.ravel()
-        if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
+        if not _all_finite(out):
             out = self._nonfinite(out, (pts,), ids, family.kind)
         return out
 
@@ -845,10 +854,7 @@ class CountingOracle:
                 out = self._evaluate_blocks(fn, arrays, ids, kind)
             finally:
                 self.seconds += _clock() - t0
-        # NaN or inf make the sum of squares non-finite (one fused pass); a finite overflow is
-        # told apart by the exact check
-        flat = out.ravel()
-        if not math.isfinite(flat.dot(flat)) and not np.isfinite(out).all():
+        if not _all_finite(out):
             out = self._nonfinite(out, arrays, ids, kind)
         return out
 
