@@ -50,6 +50,12 @@ finite-sum (optionally over a ``feasible_set``) and constrained problems
       space) at a pair of probes feasible within ``feasibility_tol`` (checked on the candidates).
     * a point whose max violation exceeds ``feasibility_tol`` (absolute, as ``Result.feasible``)
       fails, whatever its residual.
+    * equality constraints ``h_l(x) = 0`` (``oracle.m_eq > 0``): all of them are active rows, their
+      gradients by central differences at the same points (one more batched call per chunk), their
+      multipliers of free sign (each row enters the NNLS as two columns ``+grad h_l`` and
+      ``-grad h_l``), their violation ``|h_l(x)|`` in the max violation; the probes of the
+      second-order test stay in the null space of their gradients, are pulled back onto them and
+      must keep ``|h_l| <= feasibility_tol``.
 
 minimax problems (``min_x max_{y in Y} F(x, y)``, at the run's own ``y``)
     ``r = max(|grad_x F| / ref_x, |y - P_Y(y + t grad_y F)| / (t ref_y))`` with
@@ -167,6 +173,11 @@ class _Evals:
         if self.budgeted:
             return self.oracle.constraints(X, idx, purpose="certify")
         return self.monitor.constraints(X, idx)
+
+    def equalities(self, X: Array) -> Array:
+        if self.budgeted:
+            return self.oracle.equalities(X, None, purpose="certify")
+        return self.monitor.equalities(X)
 
     def minimax(self, X: Array, Y: Array) -> Array:
         if self.budgeted:
@@ -432,16 +443,23 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
                 cap_hit = nxt >= 0 or -nxt / max(float(gn.max()), 1e-300) <= band
     J = np.asarray(rows, dtype=np.float64).reshape(len(rows), d)
     g_act = np.asarray(vals, dtype=np.float64)
+    Jh, hx = _equalities_at(ev, x, D)  # (m_eq, d), (m_eq,): always active, multipliers of free sign
+    if hx.shape[0]:
+        viol = max(float(viol or 0.0), float(np.abs(hx).max()))
     lam = np.zeros(len(rows))
-    if len(rows):
+    ncol = len(rows) + 2 * hx.shape[0]
+    if ncol:
         from scipy.optimize import nnls  # imported on use (scipy.optimize is slow to import)
 
-        comp = g_act / np.asarray(lengths)
-        M = np.vstack([J.T, np.diag(comp)])
-        rhs = np.concatenate([-obj.grad, np.zeros(len(rows))])
-        lam, _ = nnls(M, rhs, maxiter=50 * max(M.shape))
-        resid_vec = obj.grad + J.T @ lam
-        r = float(np.sqrt(resid_vec @ resid_vec + float(np.sum((lam * comp) ** 2))))
+        # the columns: the nearly active rows, then +grad h_l and -grad h_l (mu_l = u_l+ - u_l-)
+        Jall = np.vstack([J, Jh, -Jh])
+        comp = np.concatenate([g_act / np.asarray(lengths, dtype=np.float64).reshape(-1), hx / s, -hx / s])
+        M = np.vstack([Jall.T, np.diag(comp)])
+        rhs = np.concatenate([-obj.grad, np.zeros(ncol)])
+        u, _ = nnls(M, rhs, maxiter=50 * max(M.shape))
+        lam = u[: len(rows)]
+        resid_vec = obj.grad + Jall.T @ u
+        r = float(np.sqrt(resid_vec @ resid_vec + float(np.sum((u * comp) ** 2))))
     else:
         resid_vec = obj.grad
         r = float(np.linalg.norm(obj.grad))
@@ -449,7 +467,7 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
         t = s / max(ref, 1e-300)
         r = float(np.linalg.norm(x - np.asarray(fs.project(x - t * resid_vec), dtype=np.float64))) / t
     residual = _ratio(r, ref)
-    n_active = len(rows)
+    n_active = len(rows) + hx.shape[0]
     base = {"residual": residual, "scale": ref, "max_violation": viol, "n_active": n_active, "cap_hit": cap_hit}
     capped = f"; {n_active} nearly active used, the cap active_cap={cap} bound" if cap_hit else ""
     if viol is not None and viol > feas_tol:
@@ -462,7 +480,7 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
     if probes:
         strong = lam > 1e-6 * max(float(lam.max(initial=0.0)), 1e-300)
         descent = _probe(ev, x, s, obj, ref, J[strong], [ids[i] for i in np.flatnonzero(strong)],
-                         g_act[strong], cand, box, feas_tol, probes)  # fmt: skip
+                         g_act[strong], cand, box, feas_tol, probes, Jh, hx)  # fmt: skip
     if descent is not None and descent < -CURVATURE_TOL:
         return {**base, "passed": False, "descent": descent,
                 "message": f"not certified: KKT residual {residual:.3g} <= tol {tol:.3g} but not a minimum "
@@ -473,11 +491,14 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
 
 def _probe(
     ev: _Evals, x: Array, s: float, obj: _Objective, ref: float, J: Array, ids: list[int], g_act: Array,
-    cand: IntArray, box: tuple[Array, Array] | None, feas_tol: float, probes: int,
+    cand: IntArray, box: tuple[Array, Array] | None, feas_tol: float, probes: int, Jh: Array, hx: Array,
 ) -> float | None:  # fmt: skip
     """The most negative relative curvature of ``f`` along the tangent space of the active set
-    (symmetric probes pulled back onto the active constraints), ``None`` when no probe applies."""
+    (symmetric probes pulled back onto the active constraints), ``None`` when no probe applies.
+    ``Jh``, ``hx``: gradients and values of the equality constraints (always in the active set)."""
     d = x.shape[0]
+    neq = hx.shape[0]
+    J = np.vstack([J, Jh])  # the equality rows after the inequality ones (ids covers the latter only)
     order = np.argsort(obj.curv, kind="stable")  # least curvature first
     cands: list[Array] = [_unit(d, int(i)) for i in order[:probes]]
     if d > 1:
@@ -500,11 +521,15 @@ def _probe(
     V = np.asarray(dirs)
     Z = np.vstack([x + t * V, x - t * V])  # (2p, d): probe k and its mirror k + p
     cons = [k for k, j in enumerate(ids) if j >= 0]
-    if cons:  # one Gauss-Newton step back onto the active constraints (bounds stay exact: v_i = 0 there)
-        idx = np.asarray([ids[k] for k in cons], dtype=np.intp)
-        Gz = ev.constraints(Z, idx)  # (2p, a)
-        delta = Gz - g_act[cons][None, :]
-        step, *_ = np.linalg.lstsq(J[cons], delta.T, rcond=None)  # (d, 2p)
+    if cons or neq:  # one Gauss-Newton step back onto the active constraints (bounds stay exact: v_i = 0 there)
+        parts, rows_back = [], list(cons) + list(range(len(ids), len(ids) + neq))
+        if cons:
+            idx = np.asarray([ids[k] for k in cons], dtype=np.intp)
+            parts.append(ev.constraints(Z, idx) - g_act[cons][None, :])  # (2p, a)
+        if neq:
+            parts.append(ev.equalities(Z) - hx[None, :])
+        delta = np.hstack(parts)
+        step, *_ = np.linalg.lstsq(J[rows_back], delta.T, rcond=None)  # (d, 2p)
         Z = Z - step.T
     if box is not None:
         Z = np.clip(Z, box[0], box[1])
@@ -513,6 +538,8 @@ def _probe(
     if cand.shape[0]:
         Cz = ev.constraints(Z, cand)
         ok = Cz.max(axis=1) <= feas_tol
+    if neq:
+        ok &= np.abs(ev.equalities(Z)).max(axis=1) <= feas_tol
     p = len(dirs)
     noise = max(obj.noise, 64.0 * _EPS * float(np.abs(fz).max()))
     worst: float | None = None
@@ -525,6 +552,22 @@ def _probe(
             rel = max(rel, 0.0)  # within the noise of f: no evidence of descent
         worst = rel if worst is None else min(worst, rel)
     return worst
+
+
+def _equalities_at(ev: _Evals, x: Array, D: _Differences) -> tuple[Array, Array]:
+    """The equality constraints' gradients ``(m_eq, d)`` by central differences at the points of ``D`` (one
+    batched call per chunk of coordinates) and their values ``(m_eq,)`` at ``x``; empty without equalities."""
+    oracle = ev.oracle
+    d, neq = x.shape[0], oracle.m_eq
+    if not neq:
+        return np.zeros((0, d)), np.zeros(0)
+    hx = np.asarray(ev.equalities(x[None, :])[0], dtype=np.float64)
+    Jh = np.empty((neq, d))
+    for lo, hi in D.chunks(neq):
+        H = ev.equalities(D.points(lo, hi))  # (2k, m_eq)
+        k = hi - lo
+        Jh[:, lo:hi] = _derivatives(hx, H[:k], H[k:], D.a[lo:hi], D.b[lo:hi])[0].T
+    return Jh, hx
 
 
 # ---------------------------------------------------------------------------------------------- minimax

@@ -91,6 +91,22 @@ def _resolve_solver(solver: Any, params: Mapping[str, Any], registry: Registry) 
     return solver, str(getattr(solver, "name", type(solver).__name__))
 
 
+def _equality_solvers(registry: Registry) -> list[str]:
+    """The registered solvers of constrained problems that take equality constraints (``handles_equalities``)."""
+    out = []
+    for name, provided in sorted(registry.solvers().items()):
+        spec = provided.spec
+        if "constrained" not in spec.problem_kinds:
+            continue
+        try:
+            cls = spec.cls
+        except Exception:  # a solver whose optional dependency is missing is not listed
+            continue
+        if getattr(cls, "handles_equalities", False):
+            out.append(name)
+    return out
+
+
 def _resolve_estimator(estimator: Any, params: Mapping[str, Any] | None, registry: Registry) -> Estimator | None:
     if params is not None and not isinstance(params, Mapping):
         raise InvalidInputError(f"estimator_params must be a mapping of parameter names to values, got {params!r}")
@@ -255,6 +271,11 @@ def build_run(
             f"solver {solver_name!r} does not accept {kind!r} problems: it solves "
             f"{', '.join(sorted(kinds)) or 'no declared kind'}. Run `zoframe list` for solvers of "
             f"{kind!r} problems."
+        )
+    if int(getattr(problem, "m_eq", 0) or 0) and not getattr(solv, "handles_equalities", False):
+        raise IncompatibleProblemError(
+            f"solver {solver_name!r} does not take equality constraints h(x) = 0 (the problem declares "
+            f"m_eq={int(problem.m_eq)}); solvers that do: {', '.join(_equality_solvers(reg)) or 'none registered'}."
         )
     est = _resolve_estimator(estimator, estimator_params, reg)
     if est is not None:

@@ -2,7 +2,8 @@
 
 :class:`CountingOracle` wraps a problem and is all a solver ever sees of it. It
 
-* counts every evaluation, by kind (``objective``, ``constraint``, ``minimax``, ``gradient``) and
+* counts every evaluation, by kind (``objective``, ``constraint``, ``equality``, ``minimax``,
+  ``gradient``) and
   by the purpose tag the solver gives (``"estimate"``, ``"snapshot"``, ...). One evaluation is one
   component at one point, so a ``(k, d)`` batch over ``b`` components costs ``k * b``;
 * enforces the budget exactly: a batch that would take the count past ``max_calls`` raises
@@ -397,6 +398,13 @@ class CountingOracle:
                 "a constrained problem needs at least one constraint (m >= 1); "
                 "use a finite-sum problem instead"
             )
+        #: equality constraints h_l(x) = 0 (``problem.equalities``), counted as the kind "equality"
+        self.m_eq: int = int(getattr(problem, "m_eq", 0)) if self.kind == "constrained" else 0
+        if self.m_eq < 0 or (self.m_eq and not callable(getattr(problem, "equalities", None))):
+            raise InvalidInputError(
+                f"{type(problem).__name__} declares m_eq={self.m_eq} equality constraints; m_eq must be >= 0 and a "
+                "problem with equalities needs a method equalities(X, idx) -> (k, b)"
+            )
         self.convex_constraints: bool = bool(getattr(problem, "convex_constraints", True))
         self.black_box_constraints: bool = bool(getattr(problem, "black_box_constraints", True))
         self.feasible_set: ConvexSet | None = getattr(problem, "feasible_set", None)
@@ -570,6 +578,21 @@ class CountingOracle:
         pts = _as_points(X, self.dim, "constraints")
         ids = self._indices(idx, self.m, "constraint")
         return self._evaluate(self._problem.constraints, (pts,), ids, "constraint", purpose, True)
+
+    def equalities(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
+        """Values ``(k, b)`` of the equality constraints ``idx`` (all ``m_eq`` if ``None``) at rows of ``X``:
+        the same checks, budget and non-finite policy as :meth:`constraints`, counted as the kind ``"equality"``."""
+        self._require_equalities()
+        pts = _as_points(X, self.dim, "equalities")
+        ids = self._indices(idx, self.m_eq, "equality")
+        return self._evaluate(self._problem.equalities, (pts,), ids, "equality", purpose, True)
+
+    def _require_equalities(self) -> None:
+        if not self.m_eq:
+            raise InvalidInputError(
+                f"oracle.equalities() needs a problem with equality constraints; this {self.kind!r} problem has none "
+                "(m_eq = 0)"
+            )
 
     def evaluate_full(self, x: Any, *, purpose: str = "estimate") -> tuple[float, Array | None]:
         """The full objective ``f(x)`` (mean of all ``n`` components) and all ``m`` constraints at one point.
@@ -945,6 +968,12 @@ class MonitorOracle:
         p._require(("constrained",), "constraints")
         pts = _as_points(X, p.dim, "constraints")
         return p._evaluate(p._problem.constraints, (pts,), p._indices(idx, p.m, "constraint"), "constraint", self.purpose, False)
+
+    def equalities(self, X: Any, idx: Any = None) -> Array:
+        p = self._p
+        p._require_equalities()
+        pts = _as_points(X, p.dim, "equalities")
+        return p._evaluate(p._problem.equalities, (pts,), p._indices(idx, p.m_eq, "equality"), "equality", self.purpose, False)
 
     def minimax(self, X: Any, Y: Any, idx: Any = None) -> Array:
         p = self._p

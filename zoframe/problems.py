@@ -106,6 +106,10 @@ _FORMS: dict[str, dict[bool, tuple[str, str]]] = {
         True: ("constraints_fun(X, idx) -> (k, b)", "constraints_fun(X, idx) -> (k, b)"),
         False: ("constraints_fun(x, j) -> float", "constraints_fun(x, j) -> float"),
     },
+    "equality_fun": {
+        True: ("equality_fun(X, idx) -> (k, b)", "equality_fun(X, idx) -> (k, b)"),
+        False: ("equality_fun(x, l) -> float", "equality_fun(x, l) -> float"),
+    },
     "minimax": {True: ("fun(X, Y) -> (k,)", "fun(X, Y, idx) -> (k, b)"), False: ("fun(x, y) -> float", "fun(x, y, i) -> float")},
 }
 
@@ -179,7 +183,7 @@ def _scalar(v: Any, fn: Callable[..., Any], role: str) -> float:
 def _index_error(fn: Callable[..., Any], role: str, exc: IndexError, idx: IntArray, count: int, what: str) -> InvalidInputError:
     """The error for a user function that raised IndexError on indices the problem declares valid."""
     top = int(np.max(idx)) if len(idx) else 0
-    symbol = "m" if what == "constraint" else "n"
+    symbol = {"constraint": "m", "equality constraint": "m_eq"}.get(what, "n")
     return InvalidInputError(
         f"{_name(fn, role)} raised IndexError ({exc}) when asked for {what} indices up to {top}; the problem "
         f"declares {symbol}={count} {what}s, so zoframe asks for indices 0..{count - 1}. If the function computes "
@@ -256,14 +260,23 @@ def constrained_measures(
     ``m`` is; ``mean_violation = sum_violation / m``, equal to the one-call mean up to the order of
     summation). Either way the monitor counts ``m`` constraint evaluations (and ``n`` objective ones),
     and a monitor charged to the run's budget refuses the pass before it runs.
+
+    Equality constraints ``h_l(x) = 0`` (``m_eq > 0``, one more monitor call of ``m_eq``
+    evaluations) count with their violation ``|h_l(x)|``: the max, the mean and the fraction are
+    then over all ``m + m_eq`` constraints.
     """
-    if monitor._p.m <= block:
+    m, m_eq = monitor._p.m, monitor._p.m_eq
+    if m <= block:
         g = monitor.constraints(x)[0]
         viol = np.maximum(g, 0.0)
-        max_v, mean_v, frac = float(viol.max()), float(viol.mean()), float(np.mean(g > violation_tol))
+        max_v, sum_v, count = float(viol.max()), float(viol.sum()), int(np.count_nonzero(g > violation_tol))
     else:
         full = max_violation_full(monitor, x, block=block, tol=violation_tol, purpose="monitor")
-        max_v, mean_v, frac = full.max_violation, full.mean_violation, full.frac_violated
+        max_v, sum_v, count = full.max_violation, full.sum_violation, full.violated
+    if m_eq:
+        h = np.abs(monitor.equalities(x)[0])
+        max_v, sum_v, count = max(max_v, float(h.max())), sum_v + float(h.sum()), count + int(np.count_nonzero(h > violation_tol))
+    mean_v, frac = sum_v / (m + m_eq), count / (m + m_eq)
     return {"fun": float(monitor.objective(x).mean()), "max_violation": max_v, "mean_violation": mean_v,
             "frac_violated": frac}  # fmt: skip
 
@@ -319,6 +332,13 @@ class Constrained:
     ``bounds=(lower, upper)`` (scalars or length-``d`` arrays, ``-inf`` / ``inf`` for a free side)
     are not constraints: they become the problem's ``feasible_set`` (a :class:`~zoframe.sets.Box`),
     which the constrained solvers keep by projection (every iterate, every evaluated point inside).
+
+    Equality constraints ``h_l(x) = 0`` for ``l < m_eq``: ``equality_fun(X, idx) -> (k, b)`` with the
+    equality indices (``equality_fun(x, l) -> float`` with ``vectorized=False``), checked like
+    ``constraints_fun``; their violation is ``|h_l(x)|``. The solvers that take them are ``adszog`` and
+    ``dszog`` with ``steps="auto"`` (the working-set SQP), ``slsqp-fd``, ``trust-constr-fd``, ``cobyla``
+    and ``cobyqa``; the others refuse such a problem. At least one inequality is needed (``m >= 1``):
+    with equalities alone, give a constraint that always holds (``constraints_fun`` returning ``-1``).
     """
 
     kind: ClassVar[str] = "constrained"
@@ -335,6 +355,8 @@ class Constrained:
     bounds: tuple[Any, Any] | None = None
     feasible_set: ConvexSet | None = None
     fresh_results: bool = False
+    equality_fun: Callable[..., Any] | None = None
+    m_eq: int = 0
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -342,6 +364,14 @@ class Constrained:
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
         object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
+        if self.equality_fun is None and self.m_eq != 0:
+            raise InvalidInputError(
+                f"m_eq={self.m_eq!r} equality constraints declared but no equality_fun given: pass "
+                "equality_fun=h with h(X, idx) -> (k, b), or leave m_eq = 0"
+            )
+        if self.equality_fun is not None:
+            object.__setattr__(self, "m_eq", _positive(self.m_eq, "m_eq (number of equality constraints)"))
+            _check_call(self.equality_fun, "equality_fun", _FORMS["equality_fun"][self.vectorized], 2, self.vectorized)
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
         _check_call(self.objective, "objective", _FORMS["objective"][self.vectorized], self.n, self.vectorized)
         _check_call(self.constraints_fun, "constraints_fun", _FORMS["constraints_fun"][self.vectorized], 2, self.vectorized)
@@ -359,6 +389,18 @@ class Constrained:
             return _vectorized_values(self.constraints_fun, v, X.shape[0], len(idx), "constraints")
         # n=max(m, 2): constraint functions always take the index j, even when m == 1
         return _eval_batched(self.constraints_fun, (X,), idx, max(self.m, 2), False, "constraints", "constraint", self.m)
+
+    def equalities(self, X: Array, idx: IntArray) -> Array:
+        fn = self.equality_fun
+        if fn is None:
+            raise InvalidInputError("this problem has no equality constraints (equality_fun=None, m_eq = 0)")
+        if self.vectorized:
+            try:
+                v = fn(X, idx)
+            except IndexError as exc:
+                raise _index_error(fn, "equality", exc, idx, self.m_eq, "equality constraint") from exc
+            return _vectorized_values(fn, v, X.shape[0], len(idx), "equality")
+        return _eval_batched(fn, (X,), idx, max(self.m_eq, 2), False, "equality", "equality constraint", self.m_eq)
 
     def measures(self, outputs: Mapping[str, Array], monitor: MonitorOracle) -> dict[str, float]:
         return constrained_measures(outputs["x"], monitor, self.violation_tol)

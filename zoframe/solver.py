@@ -46,6 +46,9 @@ class SolverBase:
 
     problem_kinds: ClassVar[frozenset[str]] = frozenset()
     estimator_only_params: ClassVar[frozenset[str]] = frozenset({"q", "mu"})
+    #: the solver takes equality constraints h(x) = 0 of a constrained problem (``oracle.m_eq > 0``);
+    #: ``minimize`` refuses such a problem for the others
+    handles_equalities: ClassVar[bool] = False
 
     def outputs(self, state: Any) -> Mapping[str, Array]:
         return {"x": state.x}

@@ -12,6 +12,12 @@ solved as a least-distance program (Lawson & Hanson, 1974, ch. 23, through :func
 Powell's / Kraft's elastic variable when the linearisation is inconsistent (Kraft, *A software
 package for sequential quadratic programming*, DFVLR-FB 88-28, 1988).
 
+Equality constraints ``h_l(x) = 0`` (``oracle.m_eq > 0``, few) are always in the working set: their
+values and difference Jacobian come with those of ``W`` (one more call over the same ``2 d + 1``
+points), the QP holds each as two rows of opposite signs (so its multiplier ``mu_l`` has a free sign),
+the elastic variable relaxes both by ``xi |h_l|``, and the violation of the merit, of the stopping
+test and of the best feasible point is ``max(max_j g_j, max_l |h_l|)``.
+
 One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
 
     P1  W = {j : lambda_j > 0 at the last QP} + the top-K constraints of the last full pass
@@ -104,6 +110,7 @@ class PrecisionState:
     B: Array  # damped-BFGS approximation of the Lagrangian's Hessian
     lam_idx: IntArray  # constraints with a positive multiplier at the last QP
     lam: Array
+    mu: Array  # multipliers (free sign) of the m_eq equality constraints at the last QP
     gL_prev: Array  # grad L(x_prev, lam) (empty before the first step)
     s_prev: Array  # x - x_prev (empty before the first step)
     best_x: Array  # the best point with max violation <= violation_tol (empty: none yet)
@@ -128,7 +135,7 @@ class PrecisionState:
     def violation(self) -> float:
         return max(self.vmax, 0.0)
 
-    _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "gL_prev", "s_prev", "best_x")
+    _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "mu", "gL_prev", "s_prev", "best_x")
     _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "status", "kkt", "step", "working", "cost",
                 "spent", "elastic", "dropped", "before", "probes")  # fmt: skip
 
@@ -170,15 +177,20 @@ def _objective(oracle: CountingOracle, X: Array) -> Array:
 
 
 def _pass(oracle: CountingOracle, x: Array, k: int) -> tuple[float, IntArray, Array]:
-    """One value-only pass over all ``m`` constraints in blocks: ``(max_j g_j, top-k indices, their values)``."""
+    """One value-only pass over all ``m`` constraints in blocks: ``(max_j g_j, top-k indices, their values)``;
+    with equality constraints the first value is ``max(max_j g_j, max_l |h_l|)`` (one more call of ``m_eq``)."""
     full = max_violation_full(oracle, x, top=k, purpose="precision")
-    return float(full.max_value), np.asarray(full.top_indices, dtype=np.intp), np.asarray(full.top_values)
+    vmax = float(full.max_value)
+    if oracle.m_eq:
+        h = np.asarray(oracle.equalities(x[None, :], None, purpose="precision"), dtype=np.float64)[0]
+        vmax = max(vmax, float(np.abs(h).max()))
+    return vmax, np.asarray(full.top_indices, dtype=np.intp), np.asarray(full.top_values)
 
 
 def iteration_cost(oracle: CountingOracle, working: int) -> int:
-    """Evaluations of one iteration with one trial point: ``2 d n + (2 d + 1)|W| + n + m``."""
+    """Evaluations of one iteration with one trial point: ``2 d n + (2 d + 1)(|W| + m_eq) + n + m + m_eq``."""
     d = oracle.dim
-    return 2 * d * oracle.n + (2 * d + 1) * working + oracle.n + oracle.m
+    return 2 * d * oracle.n + (2 * d + 1) * (working + oracle.m_eq) + oracle.n + oracle.m + oracle.m_eq
 
 
 def precision_start(
@@ -193,7 +205,7 @@ def precision_start(
     d = x.shape[0]
     feasible = max(vmax, 0.0) <= settings.violation_tol
     return PrecisionState(
-        x=x, fx=fx, vmax=vmax, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=np.zeros(lam_idx.shape[0]),
+        x=x, fx=fx, vmax=vmax, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=np.zeros(lam_idx.shape[0]), mu=np.zeros(oracle.m_eq),
         gL_prev=np.zeros(0), s_prev=np.zeros(0), best_x=x.copy() if feasible else np.zeros(0),
         best_f=fx if feasible else math.inf, best_v=vmax if feasible else math.inf, delta=10.0 * max(1.0, float(np.abs(x).max(initial=0.0))),
         spent=oracle.calls - spent0, before=spent0,
@@ -201,7 +213,8 @@ def precision_start(
 
 
 def _gradients(oracle: CountingOracle, x: Array, W: IntArray) -> tuple[Array, Array, Array]:
-    """P2: ``(grad f, g_W(x), J_W)`` by central differences inside the bounds (one call per kind)."""
+    """P2: ``(grad f, g_W(x), J_W)`` by central differences inside the bounds (one call per kind); with
+    equality constraints their rows follow those of ``W`` in ``g_W`` and ``J_W`` (one more call)."""
     d = x.shape[0]
     h = _H * np.maximum(1.0, np.abs(x))
     E = np.diag(h)
@@ -209,9 +222,13 @@ def _gradients(oracle: CountingOracle, x: Array, W: IntArray) -> tuple[Array, Ar
     span = np.maximum(np.diagonal(P[:d]) - np.diagonal(P[d:]), 1e-300)  # one-sided at a bound
     f = _objective(oracle, P)
     grad = (f[:d] - f[d:]) / span
-    if W.shape[0] == 0:
+    if W.shape[0] == 0 and not oracle.m_eq:
         return grad, np.zeros(0), np.zeros((0, d))
-    C = np.asarray(oracle.constraints(np.vstack([x[None, :], P]), W, purpose="precision"), dtype=np.float64)
+    X = np.vstack([x[None, :], P])
+    parts = [] if W.shape[0] == 0 else [np.asarray(oracle.constraints(X, W, purpose="precision"), dtype=np.float64)]
+    if oracle.m_eq:
+        parts.append(np.asarray(oracle.equalities(X, None, purpose="precision"), dtype=np.float64))
+    C = parts[0] if len(parts) == 1 else np.hstack(parts)
     J = ((C[1 : d + 1] - C[d + 1 :]) / span[:, None]).T
     return grad, C[0], J
 
@@ -257,14 +274,23 @@ def _qp(B: Array, g: Array, A: Array, b: Array) -> tuple[Array, Array] | None:
 class _Step:
     p: Array
     lam_W: Array  # multipliers of the W rows
+    mu: Array  # multipliers (free sign) of the equality rows
     lam_box: Array  # multipliers of the coordinate rows that are real bounds (upper minus lower), per coordinate
     trust: bool  # a step-bound row is active
     xi: float  # elastic variable (0: the linearisation was consistent)
 
 
-def _subproblem(B: Array, g: Array, gW: Array, J: Array, x: Array, lo: Array, hi: Array, delta: float) -> _Step:
-    """P4: the QP, with the bounds and the step bound as coordinate rows; the elastic form when inconsistent."""
+def _subproblem(
+    B: Array, g: Array, gW: Array, J: Array, x: Array, lo: Array, hi: Array, delta: float, neq: int = 0
+) -> _Step:
+    """P4: the QP, with the bounds and the step bound as coordinate rows; the elastic form when inconsistent.
+    The last ``neq`` rows of ``gW`` / ``J`` are equalities ``h + J_h p = 0``: two rows of opposite signs each,
+    relaxed by ``xi |h|`` both in the elastic form; their multiplier is the difference of the two."""
     d = x.shape[0]
+    nI = gW.shape[0] - neq
+    h, Jh = gW[nI:], J[nI:]
+    gW = np.concatenate([gW, -h])
+    J = np.vstack([J, -Jh])
     up = np.minimum(hi - x, delta)
     down = np.minimum(x - lo, delta)
     real_up = hi - x <= delta
@@ -283,21 +309,23 @@ def _subproblem(B: Array, g: Array, gW: Array, J: Array, x: Array, lo: Array, hi
         ge = np.concatenate([g, [0.0]])
         Ae = np.zeros((A.shape[0] + 2, d + 1))
         Ae[: A.shape[0], :d] = A
-        Ae[:nW, d] = -np.maximum(gW, 0.0)
+        Ae[:nI, d] = -np.maximum(gW[:nI], 0.0)
+        Ae[nI:nW, d] = -np.abs(gW[nI:])
         Ae[-2, d], Ae[-1, d] = 1.0, -1.0
         be = np.concatenate([b, [1.0, 0.0]])
         sol_e = _qp(Be, ge, Ae, be)
         if sol_e is None:  # cannot happen in exact arithmetic (p = 0, xi = 1 is feasible): no step
-            return _Step(np.zeros(d), np.zeros(nW), np.zeros(d), False, 1.0)
+            return _Step(np.zeros(d), np.zeros(nI), np.zeros(neq), np.zeros(d), False, 1.0)
         pe, lam_e = sol_e
         p, lam, xi = pe[:d], lam_e[: A.shape[0]], float(pe[d])
     else:
         p, lam = sol
-    lam_W = lam[:nW]
+    lam_W = lam[:nI]
+    mu = lam[nI : nI + neq] - lam[nI + neq : nW]
     lam_up, lam_down = lam[nW : nW + d], lam[nW + d :]
     trust = bool(np.any((lam_up > 0) & ~real_up) or np.any((lam_down > 0) & ~real_down))
     lam_box = np.where(real_up, lam_up, 0.0) - np.where(real_down, lam_down, 0.0)
-    return _Step(p, lam_W, lam_box, trust, max(xi, 0.0))
+    return _Step(p, lam_W, mu, lam_box, trust, max(xi, 0.0))
 
 
 def _bfgs(B: Array, s: Array, y: Array, first: bool) -> Array:
@@ -337,50 +365,56 @@ def precision_step(
     remaining = oracle.remaining
     if remaining is not None and remaining < iteration_cost(oracle, int(W.shape[0])):
         return dataclasses.replace(st, status=BUDGET)
-    grad, gW, J = _gradients(oracle, x, W)  # P2
-    if not (np.isfinite(grad).all() and np.isfinite(J).all()):
+    grad, gA, JA = _gradients(oracle, x, W)  # P2 (the equality rows after those of W)
+    if not (np.isfinite(grad).all() and np.isfinite(JA).all()):
         raise NonFiniteValueError("the precision phase's difference gradients are not finite at the iterate")
+    nI = W.shape[0]
+    gW, J, hx, Jh = gA[:nI], JA[:nI], gA[nI:], JA[nI:]
     B = st.B
     if st.s_prev.shape[0]:  # P3: grad L at x with the last multipliers (their constraints are in W)
         gL = grad + J[np.searchsorted(W, st.lam_idx)].T @ st.lam if st.lam_idx.shape[0] else grad
+        gL = gL + Jh.T @ st.mu if st.mu.shape[0] else gL
         B = _bfgs(B, st.s_prev, gL - st.gL_prev, first=st.it == 1)
     lo, hi = _bounds(oracle)
+    neq = hx.shape[0]
     try:
-        qp = _subproblem(B, grad, gW, J, x, lo, hi, st.delta)  # P4
+        qp = _subproblem(B, grad, gA, JA, x, lo, hi, st.delta, neq)  # P4
     except np.linalg.LinAlgError:
         B = np.eye(d) * max(1.0, float(np.abs(np.diagonal(B)).max()))
-        qp = _subproblem(B, grad, gW, J, x, lo, hi, st.delta)
+        qp = _subproblem(B, grad, gA, JA, x, lo, hi, st.delta, neq)
     p = qp.p
     pos = qp.lam_W > 0
-    lam_idx, lam = W[pos], qp.lam_W[pos]
-    # P5: the KKT residual with the QP's multipliers (W rows and real bounds), the step, the predicted change
-    resid = grad + J[pos].T @ lam + qp.lam_box
+    lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
+    # P5: the KKT residual with the QP's multipliers (W rows, equalities, real bounds), the step, the predicted change
+    gL_x = grad + J[pos].T @ lam + Jh.T @ mu
+    resid = gL_x + qp.lam_box
     gscale = max(1.0, float(np.abs(grad).max()))
     kkt = float(np.abs(resid).max()) / gscale
     step = float(np.abs(p).max(initial=0.0))
-    predicted = abs(float(grad @ p)) + float(lam @ np.abs(gW[pos]))
+    predicted = abs(float(grad @ p)) + float(lam @ np.abs(gW[pos])) + float(np.abs(mu) @ np.abs(hx))
     small = step <= settings.xtol * max(1.0, float(np.abs(x).max())) or predicted <= settings.ftol * max(1.0, abs(st.fx))
     base: dict[str, Any] = {"it": st.it + 1, "kkt": kkt, "step": step, "working": int(W.shape[0]),
             "elastic": st.elastic + (qp.xi > 0.0)}  # fmt: skip
     if st.violation <= settings.violation_tol and kkt <= settings.kkt_tol and small and not qp.trust and qp.xi == 0.0:
         found = None
         if rng is not None and st.probes < _PROBES:  # P5b: is it a minimum along the active constraints?
-            A = np.vstack([J[pos], np.eye(d)[qp.lam_box != 0.0]])
+            A = np.vstack([J[pos], Jh, np.eye(d)[qp.lam_box != 0.0]])
             found = _probe(oracle, x, st.fx, A, settings, rng, K)
         if found is not None:  # a better feasible point next to a KKT point that is no minimum: go on from there
             trial, ft, vt, cand = found
             spent = oracle.calls - spent0
             return dataclasses.replace(
-                st, x=trial, fx=ft, vmax=vt, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=lam, gL_prev=np.zeros(0),
+                st, x=trial, fx=ft, vmax=vt, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=np.zeros(0),
                 s_prev=np.zeros(0), probes=st.probes + 1, cost=spent, spent=st.spent + spent, fails=0,
                 best_x=trial.copy(), best_f=ft, best_v=vt, **base,
             )  # fmt: skip
         spent = oracle.calls - spent0
-        return dataclasses.replace(st, status=CONVERGED, lam_idx=lam_idx, lam=lam, B=B, cost=spent,
+        return dataclasses.replace(st, status=CONVERGED, lam_idx=lam_idx, lam=lam, mu=mu, B=B, cost=spent,
                                    spent=st.spent + spent, **base)  # fmt: skip
-    # P6: the merit f + rho max(0, max_j g_j), rho above the l1 norm of the multipliers
-    rho = max(st.rho, 1.5 * float(lam.sum()) + 1e-12 * max(1.0, abs(st.fx)))
+    # P6: the merit f + rho max(0, max_j g_j, max_l |h_l|), rho above the l1 norm of the multipliers
+    rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))
     lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
+    lin = max(lin, float(np.max(np.abs(hx + Jh @ p), initial=0.0)))
     phi0 = st.fx + rho * st.violation
     D = float(grad @ p) - rho * (st.violation - max(lin, 0.0))
     alpha = 1.0
@@ -410,13 +444,12 @@ def precision_step(
         status = STALLED if fails >= _FAILS else RUNNING
         B_new = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))) if fails > 1 else B
         return dataclasses.replace(
-            st, B=B_new, rho=rho, fails=fails, status=status, lam_idx=lam_idx, lam=lam, gL_prev=np.zeros(0),
+            st, B=B_new, rho=rho, fails=fails, status=status, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=np.zeros(0),
             s_prev=np.zeros(0), delta=max(0.1 * st.delta, step * 0.1) if step > 0 else st.delta, cost=spent,
             spent=st.spent + spent, **base,
         )  # fmt: skip
     trial, ft, vt, cand, cval = accepted
     s = trial - x
-    gL_x = grad + J[pos].T @ lam
     delta = st.delta * 2.0 if alpha == 1.0 and step >= 0.5 * st.delta else st.delta
     best_x, best_f, best_v = st.best_x, st.best_f, st.best_v
     if max(vt, 0.0) <= settings.violation_tol and ft < best_f:
@@ -426,7 +459,7 @@ def precision_step(
         status = DIVERGED
     dropped = int(K < oracle.m and cval.shape[0] == K and K > 0 and bool(cval[-1] > 0))  # more violated than K
     return dataclasses.replace(
-        st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, gL_prev=gL_x, s_prev=s,
+        st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=gL_x, s_prev=s,
         best_x=best_x, best_f=best_f, best_v=best_v, rho=rho, delta=delta, fails=0, status=status, cost=spent,
         spent=st.spent + spent, dropped=dropped, **base,
     )  # fmt: skip

@@ -272,6 +272,7 @@ class _PenaltyMinimax(SolverBase):
     """
 
     problem_kinds: ClassVar[frozenset[str]] = frozenset({"constrained"})
+    handles_equalities: ClassVar[bool] = True  # with steps="auto" (validate refuses steps="paper")
     #: ``mu`` also reaches a user's estimator (``estimate(..., mu=self.mu)``, the divergence limit): only ``q``
     #: is refused together with ``estimator=``
     estimator_only_params: ClassVar[frozenset[str]] = frozenset({"q"})
@@ -466,6 +467,12 @@ class _PenaltyMinimax(SolverBase):
             raise IncompatibleProblemError(f"{type(self).__name__} solves constrained problems, got {oracle.kind!r}")
         if oracle.m < 1:
             raise InvalidParameterError("the problem has no constraint (m = 0); use a finite-sum solver")
+        if oracle.m_eq and not self.auto:
+            raise IncompatibleProblemError(
+                f"{type(self).__name__} with steps='paper' takes inequality constraints only (the papers' penalty "
+                f"minimax), but the problem has m_eq = {oracle.m_eq} equality constraints: use steps='auto' (the "
+                "working-set SQP keeps them), or slsqp-fd, trust-constr-fd, cobyla or cobyqa"
+            )
         m1, _, m3 = self.sizes(oracle)
         check_batch("M1", m1, oracle.n, "data components n")
         check_batch("M3", m3, oracle.m, "constraints m")
@@ -852,19 +859,22 @@ class _PenaltyMinimax(SolverBase):
         )
 
     def small(self, oracle: CountingOracle) -> bool:
-        """``steps="auto"``: whether the problem is small enough for the precision phase from ``x0``:
-        ``(n + m) * dim <= small_problem`` evaluations for a full pass's worth of coordinate differences."""
-        return self.auto and (oracle.n + oracle.m) * oracle.dim <= self.small_problem
+        """``steps="auto"``: whether the precision phase runs from ``x0``: the problem is small enough,
+        ``(n + m) * dim <= small_problem`` evaluations for a full pass's worth of coordinate differences, or it
+        has equality constraints (``m_eq > 0``: the penalty phase takes inequalities only, the precision phase
+        keeps the equalities in its working set, whatever the size)."""
+        return self.auto and (oracle.m_eq > 0 or (oracle.n + oracle.m) * oracle.dim <= self.small_problem)
 
     def small_start(self, oracle: CountingOracle, st: StateT) -> StateT:
         """``st``, switched to the precision phase at its point when the problem is :meth:`small`."""
         if not self.small(oracle):
             return st
         size = (oracle.n + oracle.m) * oracle.dim
-        out: StateT = self.to_precision(
-            oracle, st, st.x, None,  # type: ignore[attr-defined]
-            f"small problem ((n + m) dim = {size} <= small_problem = {self.small_problem}): precision phase from x0",
-        )
+        why = (
+            f"equality constraints (m_eq = {oracle.m_eq}): precision phase from x0" if oracle.m_eq
+            else f"small problem ((n + m) dim = {size} <= small_problem = {self.small_problem}): precision phase from x0"
+        )  # fmt: skip
+        out: StateT = self.to_precision(oracle, st, st.x, None, why)  # type: ignore[attr-defined]
         return out
 
     def to_precision(self, oracle: CountingOracle, st: Any, x: Array, active: IntArray | None, why: str) -> Any:
@@ -883,7 +893,7 @@ class _PenaltyMinimax(SolverBase):
         if ps.status != RUNNING:  # ended (a resumed run asks for one more step): nothing to evaluate
             return state
         ps = precision_step(oracle, ps, self.precision_settings(), rng)
-        if ps.status == STALLED and self._budget_for_more(oracle):
+        if ps.status == STALLED and not oracle.m_eq and self._budget_for_more(oracle):  # the penalty phase: no equalities
             back: StateT = self._hand_back(oracle, st, ps)
             return back
         if ps.status in (DIVERGED, STALLED, BUDGET) and ps.best_x.shape[0] and (

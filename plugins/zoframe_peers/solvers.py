@@ -94,8 +94,25 @@ _SCIPY_CHUNK = 10
 
 # --------------------------------------------------------------------------- evaluation
 def point_cost(oracle: CountingOracle) -> int:
-    """Evaluations of one peer point: all ``n`` components, plus all ``m`` constraints if constrained."""
-    return oracle.n + (oracle.m if oracle.kind == "constrained" else 0)
+    """Evaluations of one peer point: all ``n`` components, plus all ``m`` constraints and all ``m_eq``
+    equality constraints if constrained."""
+    return oracle.n + (oracle.m + _m_eq(oracle) if oracle.kind == "constrained" else 0)
+
+
+def _m_eq(oracle: CountingOracle) -> int:
+    return int(getattr(oracle, "m_eq", 0))
+
+
+def _violations(G: Array, m_eq: int) -> Array:
+    """The max violation ``(k,)`` of the rows of ``G`` ``(k, m + m_eq)``: ``max(f_j, 0)`` of the first ``m``
+    columns (inequalities), ``|h_l|`` of the last ``m_eq`` (equalities)."""
+    if not m_eq:
+        out: Array = np.maximum(G, 0.0).max(axis=1)
+        return out
+    V: Array = np.abs(G[:, -m_eq:]).max(axis=1)
+    if G.shape[1] > m_eq:
+        V = np.maximum(V, np.maximum(G[:, :-m_eq], 0.0).max(axis=1))
+    return V
 
 
 def affordable(oracle: CountingOracle, k: int) -> int:
@@ -106,6 +123,9 @@ def affordable(oracle: CountingOracle, k: int) -> int:
 
 def evaluate_points(oracle: CountingOracle, X: Array) -> tuple[Array, Array, Array | None]:
     """``f`` ``(k,)``, violation ``max_j max(f_j, 0)`` ``(k,)`` and constraints ``(k, m)`` at the rows of ``X``.
+
+    With equality constraints the constraints are ``(k, m + m_eq)``, the equalities' values last (one more
+    call), and the violation includes ``|h_l|``.
 
     Two oracle calls (objective over all ``n``, constraints over all ``m``); raises
     :class:`BudgetExhausted` before any evaluation unless all ``k`` points fit in the budget.
@@ -119,7 +139,10 @@ def evaluate_points(oracle: CountingOracle, X: Array) -> tuple[Array, Array, Arr
     if oracle.kind != "constrained":
         return F, np.zeros(k), None
     G = oracle.constraints(X, purpose=_PURPOSE)
-    return F, np.maximum(G, 0.0).max(axis=1), G
+    m_eq = _m_eq(oracle)
+    if m_eq:
+        G = np.hstack([G, oracle.equalities(X, purpose=_PURPOSE)])
+    return F, _violations(G, m_eq), G
 
 
 def _evaluate_one(oracle: CountingOracle, x: Array) -> tuple[float, Array | None]:
@@ -129,6 +152,13 @@ def _evaluate_one(oracle: CountingOracle, x: Array) -> tuple[float, Array | None
     """
     full = getattr(oracle, "evaluate_full", None)
     if full is not None:
+        if _m_eq(oracle):  # evaluate_full covers n + m: the whole point is checked first
+            rem = oracle.remaining
+            if rem is not None and point_cost(oracle) > rem:
+                raise BudgetExhausted(point_cost(oracle), oracle.calls, int(oracle.max_calls or 0))
+            f, g = full(x, purpose=_PURPOSE)
+            h = oracle.equalities(x.reshape(1, -1), purpose=_PURPOSE)[0]
+            return float(f), h if g is None else np.concatenate([g, h])
         f, g = full(x, purpose=_PURPOSE)
         return float(f), g
     F, _, G = evaluate_points(oracle, x.reshape(1, -1))
@@ -230,7 +260,7 @@ class _Session:
     resume), then from the oracle; every value is appended to the log.
     """
 
-    def __init__(self, x0: Array, seed: int, best: _Best, m: int, replay: Array | None) -> None:
+    def __init__(self, x0: Array, seed: int, best: _Best, m: int, replay: Array | None, m_eq: int = 0) -> None:
         self.x0 = x0
         self.seed = seed
         self.best = best
@@ -241,7 +271,8 @@ class _Session:
         self.note = ""
         #: the peer's own cap on points (its ``maxfev``), or None
         self.cap: int | None = None
-        self.m = m
+        self.m = m  # constraint columns of the log (the last m_eq of them equalities)
+        self.m_eq = m_eq
         self._buf = np.empty((16, 1 + m))
         self._count = 0
         #: f of the points logged one at a time since the buffer was last brought up to date (m = 0)
@@ -320,7 +351,7 @@ class _Session:
             if rows.shape[0] == k:
                 F = rows[:, 0].copy()
                 G = rows[:, 1:].copy() if self.m else None
-                V = np.zeros(k) if G is None else np.maximum(G, 0.0).max(axis=1)
+                V = np.zeros(k) if G is None else _violations(G, self.m_eq)
                 return F, V, G
         F, V, G = evaluate_points(oracle, X)
         self.best.observe(X, F, V)
@@ -616,7 +647,8 @@ class _ScipySession(_Session):
         method: str = "",
         cap: int | None = None,
     ) -> None:
-        super().__init__(x0, seed, best, oracle.m if oracle.kind == "constrained" else 0, replay)
+        m_eq = _m_eq(oracle)
+        super().__init__(x0, seed, best, oracle.m + m_eq if oracle.kind == "constrained" else 0, replay, m_eq)
         self.method = method
         self.cap = cap
         self.oracle = oracle
@@ -686,14 +718,20 @@ class _ScipySession(_Session):
                 raise _PeerCapReached(cap)
             full = self._full
             try:
-                if full is None:
+                if full is None or self.m_eq:
                     f, g = _evaluate_one(self.oracle, xp)
                 else:
                     f, g = full(xp, purpose=_PURPOSE)  # f is a float: evaluate_full's contract
             except NonFiniteValueError as exc:
                 _check_point(xp, exc)
                 raise
-            self.best.observe_one(xp, f, 0.0 if g is None else max(float(g.max()), 0.0))
+            if g is None:
+                v = 0.0
+            elif self.m_eq:
+                v = float(_violations(g[None, :], self.m_eq)[0])
+            else:
+                v = max(float(g.max()), 0.0)
+            self.best.observe_one(xp, f, v)
             self._append_one(f, g)
         self._last = (key, f, g)
         self._g = g
@@ -860,9 +898,13 @@ def _weak_replaying(ref: weakref.ref[_ScipySession]) -> bool:
 
 
 def _scipy_minimize(
-    method: str, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
+    method: str, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any],
+    m_eq: int = 0,
 ) -> _Run:
-    """The peer's whole run as ``target(point, constraints, batch)`` (see :data:`_Run`)."""
+    """The peer's whole run as ``target(point, constraints, batch)`` (see :data:`_Run`).
+
+    ``m_eq`` equality constraints (the last ``m_eq`` values of the constraint vector): COBYLA gets each as
+    two inequalities ``h_l >= 0`` and ``-h_l >= 0``, the other methods as scipy's equality constraints."""
     from scipy import optimize
 
     def target(point: Callable[[Array], float], last: Callable[[], Array | None], batch: _Batch) -> Any:
@@ -873,7 +915,20 @@ def _scipy_minimize(
         kwargs: dict[str, Any] = {"method": method, "options": options}
         if bounds is not None:
             kwargs["bounds"] = optimize.Bounds(bounds[0], bounds[1])
-        if constrained:
+        if constrained and m_eq:
+            split = -m_eq  # the inequalities' values, then the equalities'
+            if method == "COBYLA":
+                kwargs["constraints"] = [
+                    {"type": "ineq", "fun": lambda x: -g(x)[:split]},
+                    {"type": "ineq", "fun": lambda x: g(x)[split:]},
+                    {"type": "ineq", "fun": lambda x: -g(x)[split:]},
+                ]
+            else:
+                kwargs["constraints"] = [
+                    optimize.NonlinearConstraint(lambda x: g(x)[:split], -np.inf, 0.0),
+                    optimize.NonlinearConstraint(lambda x: g(x)[split:], 0.0, 0.0),
+                ]
+        elif constrained:
             if method == "COBYLA":
                 # scipy's convention is g(x) >= 0; zoframe's is f_j(x) <= 0
                 kwargs["constraints"] = [{"type": "ineq", "fun": lambda x: -g(x)}]
@@ -910,9 +965,9 @@ class _ScipyPeer(_PeerBase):
         raise NotImplementedError  # pragma: no cover
 
     def _target(
-        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
+        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any], m_eq: int = 0
     ) -> _Run:
-        return _scipy_minimize(self.method, x0, bounds, constrained, options)
+        return _scipy_minimize(self.method, x0, bounds, constrained, options, m_eq)
 
     def validate(self, oracle: CountingOracle) -> None:
         super().validate(oracle)
@@ -928,7 +983,7 @@ class _ScipyPeer(_PeerBase):
         # let the oracle's exact budget bind (status BUDGET) unless the user capped the peer itself
         maxpoints = maxfev if maxfev is not None else _points_budget(oracle, None, 0, replay, slack=2)
         opts = self._options(oracle, maxpoints)
-        run = self._target(x0, _box(oracle), oracle.kind == "constrained", opts)
+        run = self._target(x0, _box(oracle), oracle.kind == "constrained", opts, _m_eq(oracle))
         pps = getattr(self, "points_per_step", None)
         # one driver iteration per 10 (d + 1) points by default: each handoff between the peer's
         # thread and the driver costs tens of microseconds, and an iteration boundary is needed
@@ -945,6 +1000,7 @@ class COBYLA(_ScipyPeer):
     objective at the same point (one peer point = ``n + m`` evaluations).
     """
 
+    handles_equalities: ClassVar[bool] = True
     method: ClassVar[str] = "COBYLA"
     peer_name: ClassVar[str] = "cobyla"
     rhobeg: float = param(1.0, symbol="rho_beg", doc="initial trust-region radius")
@@ -971,6 +1027,7 @@ class COBYLA(_ScipyPeer):
 class COBYQA(_ScipyPeer):
     """scipy's COBYQA (Ragonneau & Zhang 2023): quadratic models, SQP trust-region steps."""
 
+    handles_equalities: ClassVar[bool] = True
     method: ClassVar[str] = "COBYQA"
     peer_name: ClassVar[str] = "cobyqa"
     initial_tr_radius: float = param(1.0, symbol="Delta_0", doc="initial trust-region radius")
@@ -1071,11 +1128,13 @@ def _fd_minimize(
     constrained: bool,
     options: dict[str, Any],
     rel_step: float,
+    m_eq: int = 0,
 ) -> _Run:
     """A scipy gradient method's whole run with forward-difference gradients of ``f`` and of all ``m``
     constraints: at each point scipy asks a gradient for, the ``d`` points ``x + h_i e_i`` are one
     batch (one objective call over all ``n`` components, one call of all ``m`` constraints), and the
-    gradient and the ``m x d`` Jacobian are the differences to the values at ``x``.
+    gradient and the ``m x d`` Jacobian are the differences to the values at ``x``. The last ``m_eq``
+    values of the constraint vector are equality constraints, passed to scipy as such (``lb = ub = 0``).
     """
     from scipy import optimize
 
@@ -1119,7 +1178,19 @@ def _fd_minimize(
             extra["hess"] = _quiet_bfgs()
         if bounds is not None:
             kwargs["bounds"] = optimize.Bounds(bounds[0], bounds[1])
-        if constrained:
+        if constrained and m_eq:
+            split = -m_eq  # the inequalities' rows, then the equalities'
+
+            def jac_rows(x: Array, rows: slice) -> Any:
+                jac = derivatives(x)[1]
+                return None if jac is None else jac[rows]
+
+            ineq, eq = slice(None, split), slice(split, None)
+            kwargs["constraints"] = [
+                optimize.NonlinearConstraint(lambda x: g(x)[ineq], -np.inf, 0.0, jac=lambda x: jac_rows(x, ineq), **extra),
+                optimize.NonlinearConstraint(lambda x: g(x)[eq], 0.0, 0.0, jac=lambda x: jac_rows(x, eq), **extra),
+            ]
+        elif constrained:
             kwargs["constraints"] = [
                 optimize.NonlinearConstraint(g, -np.inf, 0.0, jac=lambda x: derivatives(x)[1], **extra)
             ]
@@ -1162,9 +1233,9 @@ class _FDPeer(_ScipyPeer):
             raise InvalidParameterError(f"rel_step must be below 1, got {self.rel_step}")
 
     def _target(
-        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any]
+        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any], m_eq: int = 0
     ) -> _Run:
-        return _fd_minimize(self.method, x0, bounds, constrained, options, self.rel_step)
+        return _fd_minimize(self.method, x0, bounds, constrained, options, self.rel_step, m_eq)
 
 
 @dataclass(frozen=True)
@@ -1177,6 +1248,7 @@ class SLSQPFD(_FDPeer):
     iteration: ``d + 1`` peer points (plus the line search), a dense ``m x d`` Jacobian in memory.
     """
 
+    handles_equalities: ClassVar[bool] = True
     method: ClassVar[str] = "SLSQP"
     peer_name: ClassVar[str] = "slsqp-fd"
     ftol: float = param(1e-6, doc="SLSQP's precision goal for f in its stopping test (scipy's default)")
@@ -1203,6 +1275,7 @@ class TrustConstrFD(_FDPeer):
     gradient, counted through the oracle.
     """
 
+    handles_equalities: ClassVar[bool] = True
     method: ClassVar[str] = "trust-constr"
     peer_name: ClassVar[str] = "trust-constr-fd"
     gtol: float = param(1e-8, doc="tolerance on the Lagrangian gradient's norm (and the violation)")

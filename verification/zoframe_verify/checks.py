@@ -182,6 +182,9 @@ class KKTReport:
     support: IntArray
     support_multipliers: Array
     dense_multipliers: Array | None = field(default=None, repr=False)
+    #: multipliers (free sign) of the ``m_eq`` equality constraints (empty without them)
+    equality_multipliers: Array = field(default_factory=lambda: np.zeros(0), repr=False)
+    m_eq: int = 0
 
     @property
     def multipliers(self) -> Array:
@@ -244,6 +247,7 @@ def kkt_report(
     multiplier_indices: IntArray | None = None,
     block: int = FULL_PASS_BLOCK,
     executor: Executor | None = None,
+    equality_multipliers: Array | None = None,
 ) -> KKTReport:
     """KKT residuals of a constrained problem at ``x`` (ICML DSZOG Definition 5.3).
 
@@ -260,6 +264,12 @@ def kkt_report(
     ``O(block + max_active)`` whatever ``m`` is (plus given multipliers; ``max_active=None`` keeps
     the whole nearly active set). The two ways agree up to the order of summation in ``eps2`` and
     ``eps3``.
+
+    Equality constraints ``h_l(x) = 0`` (a problem with ``m_eq > 0`` and ``equalities(X, idx)``) are always
+    active with multipliers ``mu`` of free sign: ``eps1 = ||grad f0 + sum_j alpha_j grad f_j + sum_l mu_l
+    grad h_l||``, ``eps2`` and ``max_violation`` include ``|h_l(x)|``. Without ``multipliers``, ``alpha`` and
+    ``mu`` are fitted together (NNLS with the columns ``+grad h_l`` and ``-grad h_l``); with ``multipliers``,
+    ``equality_multipliers`` (length ``m_eq``) must be given too.
     """
     if getattr(problem, "kind", None) != "constrained":
         raise InvalidInputError(f"kkt_report needs a constrained problem, got kind={getattr(problem, 'kind', None)!r}")
@@ -272,6 +282,11 @@ def kkt_report(
     m = int(problem.m)
     g0, source = objective_gradient(problem, xv)
     cgrads, csource = _constraint_grads(problem, xv)
+    m_eq = int(getattr(problem, "m_eq", 0) or 0)
+    grad_norm = float(np.linalg.norm(g0))
+    mu, h = np.zeros(0), np.zeros(0)
+    if m_eq:  # the equalities' part of the Lagrangian's gradient joins grad f0; alpha is fitted (or given) as before
+        mu, h, g0 = _equality_part(problem, xv, g0, cgrads, multipliers, equality_multipliers, active_tol, max_active, block)
     if m <= block:
         mult = multipliers
         if multipliers is not None and multiplier_indices is not None:
@@ -314,13 +329,16 @@ def kkt_report(
         eps2 = math.sqrt(full.sumsq_violation)
         eps3 = float(np.linalg.norm(alpha * f_support))
         max_violation = full.max_violation
+    if m_eq:
+        eps2 = math.sqrt(eps2 * eps2 + float(h @ h))
+        max_violation = max(max_violation, float(np.abs(h).max()))
     return KKTReport(
         eps1=eps1,
         eps2=eps2,
         eps3=eps3,
         max_violation=max_violation,
         fun=objective_value(problem, xv),
-        grad_norm=float(np.linalg.norm(g0)),
+        grad_norm=grad_norm,
         n_active=n_active,
         active_tol=float(active_tol),
         multipliers_source="NNLS over the nearly active set" if fitted else multipliers_source,
@@ -330,7 +348,41 @@ def kkt_report(
         support=support,
         support_multipliers=alpha,
         dense_multipliers=dense,
+        equality_multipliers=mu,
+        m_eq=m_eq,
     )
+
+
+def _equality_part(
+    problem: Any, x: Array, g0: Array, cgrads: Callable[[IntArray], Array], multipliers: Array | None,
+    equality_multipliers: Array | None, active_tol: float, max_active: int | None, block: int,
+) -> tuple[Array, Array, Array]:
+    """``(mu, h(x), grad f0 + J_h^T mu)`` for :func:`kkt_report`: ``mu`` given, or fitted together with the
+    inequalities' ``alpha`` over the same nearly active set (NNLS, ``mu = u+ - u-``); with ``mu`` fixed at the
+    joint fit, the report's own fit of ``alpha`` reaches the joint minimum of ``eps1``."""
+    m_eq = int(problem.m_eq)
+    ids = np.arange(m_eq, dtype=np.intp)
+    h = np.asarray(problem.equalities(x[None, :], ids), dtype=np.float64).reshape(-1)
+    Jh = central_difference_gradient(lambda X: np.asarray(problem.equalities(X, ids), dtype=np.float64), x)
+    if multipliers is not None:
+        if equality_multipliers is None:
+            raise InvalidInputError(
+                f"the problem has m_eq = {m_eq} equality constraints: with multipliers= give their multipliers "
+                "too (equality_multipliers=, length m_eq, any sign), or give neither to fit both"
+            )
+        mu = np.asarray(equality_multipliers, dtype=np.float64).reshape(-1)
+        if mu.shape != (m_eq,) or not np.isfinite(mu).all():
+            raise InvalidInputError(f"equality_multipliers must be {m_eq} finite numbers, got shape {mu.shape}")
+    else:
+        floor = float(np.nextafter(-active_tol, -np.inf))
+        top = int(problem.m) if max_active is None else int(max_active)
+        full = max_violation_full(problem, x, block=block, tol=floor, top=top)
+        active = full.top_indices[full.top_values >= -active_tol]
+        G = cgrads(active) if active.size else np.zeros((0, x.shape[0]))
+        u = fit_multipliers(g0, np.vstack([G, Jh, -Jh]))
+        mu = u[active.size : active.size + m_eq] - u[active.size + m_eq :]
+    out: Array = g0 + Jh.T @ mu
+    return mu, h, out
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,10 @@ class MonitorBudget(MonitorOracle):
         self._take(_rows(X) * _count(idx, self.oracle.m))
         return super().constraints(X, idx)
 
+    def equalities(self, X: Any, idx: Any = None) -> Array:
+        self._take(_rows(X) * _count(idx, self.oracle.m_eq))
+        return super().equalities(X, idx)
+
     def minimax(self, X: Any, Y: Any, idx: Any = None) -> Array:
         self._take(max(_rows(X), _rows(Y)) * _count(idx, self.oracle.n))
         return super().minimax(X, Y, idx)

@@ -1,0 +1,176 @@
+"""Equality constraints h(x) = 0 of ``zoframe.Constrained``: build, oracle, measures, solvers, certificate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import zoframe
+from zoframe.certificate import certify
+from zoframe.errors import BudgetExhausted, IncompatibleProblemError, InvalidInputError, NonFiniteValueError
+from zoframe.oracle import CountingOracle
+
+A = np.array([0.3, -0.2, 0.9, 0.4])
+#: min |x - a|^2 s.t. sum(x) = 1: x* = a - (sum(a) - 1) / d
+X_SIMPLEX = A - (A.sum() - 1.0) / A.shape[0]
+
+
+def _columns(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return v[:, None][:, np.zeros(len(idx), dtype=np.intp)]
+
+
+def _loose(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """One inequality that holds everywhere near the solutions: x_0 <= 10."""
+    return _columns(X[:, 0] - 10.0, idx)
+
+
+def projection_problem() -> zoframe.Constrained:
+    return zoframe.Constrained(
+        lambda X: ((X - A) ** 2).sum(axis=1), _loose, 1, np.zeros(4),
+        equality_fun=lambda X, idx: _columns(X.sum(axis=1) - 1.0, idx), m_eq=1,
+    )  # fmt: skip
+
+
+def circle_problem() -> zoframe.Constrained:
+    """min x0 + x1 s.t. x0^2 + x1^2 = 2: minimum (-1, -1), maximum (1, 1)."""
+    return zoframe.Constrained(
+        lambda X: X.sum(axis=1), _loose, 1, np.array([0.5, -2.0]),
+        equality_fun=lambda X, idx: _columns((X**2).sum(axis=1) - 2.0, idx), m_eq=1,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------- build
+def test_equality_signature_checked_at_build() -> None:
+    with pytest.raises(InvalidInputError, match=r"equality_fun is called as equality_fun\(X, idx\)"):
+        zoframe.Constrained(lambda X: X.sum(1), _loose, 1, np.zeros(2), equality_fun=lambda X: X.sum(1), m_eq=1)
+    with pytest.raises(InvalidInputError, match=r"equality_fun\(x, l\) -> float"):
+        zoframe.Constrained(
+            lambda x: float(x.sum()), lambda x, j: float(x[0]), 1, np.zeros(2),
+            equality_fun=lambda x: float(x.sum()), m_eq=1, vectorized=False,
+        )  # fmt: skip
+    with pytest.raises(InvalidInputError, match="m_eq"):
+        zoframe.Constrained(lambda X: X.sum(1), _loose, 1, np.zeros(2), equality_fun=lambda X, idx: X[:, idx], m_eq=0)
+    with pytest.raises(InvalidInputError, match="no equality_fun"):
+        zoframe.Constrained(lambda X: X.sum(1), _loose, 1, np.zeros(2), m_eq=2)
+
+
+def test_scalar_equalities_match_vectorized() -> None:
+    vec = projection_problem()
+    scal = zoframe.Constrained(
+        lambda x: float(((x - A) ** 2).sum()), lambda x, j: float(x[0] - 10.0), 1, np.zeros(4),
+        equality_fun=lambda x, k: float(x.sum() - 1.0), m_eq=1, vectorized=False,
+    )  # fmt: skip
+    X = np.random.default_rng(0).normal(size=(5, 4))
+    ids = np.array([0])
+    np.testing.assert_allclose(scal.equalities(X, ids), vec.equalities(X, ids))
+
+
+# ---------------------------------------------------------------------------------------------- oracle
+def test_oracle_counts_equalities_as_their_own_kind() -> None:
+    o = CountingOracle(projection_problem(), max_calls=10)
+    X = np.ones((3, 4))
+    h = o.equalities(X, purpose="probe")
+    np.testing.assert_allclose(h, np.full((3, 1), 3.0))
+    o.constraints(X[:2])
+    assert o.calls_by_kind["equality"] == 3 and o.calls_by_kind["constraint"] == 2
+    assert o.calls_by_purpose["probe"] == 3
+    assert o.m_eq == 1
+    with pytest.raises(BudgetExhausted):
+        o.equalities(np.ones((6, 4)))  # 5 left: refused before it runs
+    assert o.calls == 5
+    o.monitor.equalities(X)  # monitoring: counted, not charged
+    assert o.calls == 5 and o.calls_by_purpose["monitor"] == 3
+
+
+def test_oracle_nonfinite_policy_applies_to_equalities() -> None:
+    p = zoframe.Constrained(
+        lambda X: X.sum(1), _loose, 1, np.zeros(2), equality_fun=lambda X, idx: _columns(np.log(X[:, 0]), idx), m_eq=1,
+    )  # fmt: skip
+    with pytest.raises(NonFiniteValueError, match="equality"), np.errstate(all="ignore"):
+        CountingOracle(p).equalities(np.array([[-1.0, 0.0]]))
+    with np.errstate(all="ignore"):
+        out = CountingOracle(p, nonfinite="inf").equalities(np.array([[-1.0, 0.0]]))
+    assert out[0, 0] == np.inf
+
+
+def test_oracle_without_equalities_refuses_the_call() -> None:
+    p = zoframe.Constrained(lambda X: X.sum(1), _loose, 1, np.zeros(2))
+    with pytest.raises(InvalidInputError, match="m_eq = 0"):
+        CountingOracle(p).equalities(np.zeros((1, 2)))
+
+
+def test_measures_count_equality_violation() -> None:
+    p = projection_problem()
+    o = CountingOracle(p)
+    ms = p.measures({"x": np.zeros(4)}, o.monitor)
+    assert ms["max_violation"] == pytest.approx(1.0)  # |sum(0) - 1|; the inequality holds
+    assert ms["frac_violated"] == pytest.approx(0.5)
+    ms = p.measures({"x": X_SIMPLEX}, o.monitor)
+    assert ms["max_violation"] < 1e-12
+
+
+# ---------------------------------------------------------------------------------------------- solvers
+@pytest.mark.parametrize("solver", ["adszog", "slsqp-fd"])
+def test_solvers_reach_the_projection_onto_the_hyperplane(solver: str) -> None:
+    r = zoframe.minimize(projection_problem(), solver, rng=0, max_calls=20_000)
+    assert r.success, r.message
+    assert r.feasible and r.max_violation is not None and r.max_violation <= 1e-6
+    np.testing.assert_allclose(r.x, X_SIMPLEX, atol=1e-6)
+    assert r.nfev_by_kind["equality"] > 0
+
+
+@pytest.mark.parametrize("solver", ["adszog", "slsqp-fd"])
+def test_solvers_reach_the_minimum_on_the_circle(solver: str) -> None:
+    r = zoframe.minimize(circle_problem(), solver, rng=0, max_calls=20_000)
+    assert r.success, r.message
+    np.testing.assert_allclose(r.x, [-1.0, -1.0], atol=1e-6)
+    assert abs(float((r.x**2).sum()) - 2.0) <= 1e-6
+
+
+def test_dszog_auto_runs_the_precision_phase_with_equalities() -> None:
+    r = zoframe.minimize(circle_problem(), "dszog", rng=1, max_calls=20_000)
+    assert r.success, r.message
+    assert "equality constraints" in r.message
+    np.testing.assert_allclose(r.x, [-1.0, -1.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["cobyla", "cobyqa", "trust-constr-fd"])
+def test_other_peers_take_equalities(solver: str) -> None:
+    r = zoframe.minimize(circle_problem(), solver, rng=0, max_calls=5_000)
+    assert r.feasible, r.message
+    np.testing.assert_allclose(r.x, [-1.0, -1.0], atol=1e-3)
+    assert r.nfev_by_kind["equality"] == r.nfev_by_kind["constraint"]  # one of each per peer point
+
+
+def test_solver_without_equalities_refuses_them() -> None:
+    with pytest.raises(IncompatibleProblemError, match=r"does not take equality constraints.*slsqp-fd"):
+        zoframe.minimize(projection_problem(), "cma-es", rng=0, max_calls=1000)
+    with pytest.raises(IncompatibleProblemError, match="steps='paper'"):
+        zoframe.minimize(projection_problem(), "adszog", rng=0, max_calls=1000, steps="paper")
+
+
+# ---------------------------------------------------------------------------------------------- certificate
+def test_certificate_with_equalities() -> None:
+    o = CountingOracle(circle_problem())
+    assert certify(o, np.array([-1.0, -1.0])).passed
+    off = certify(o, np.array([-1.1, -0.9]))  # |h| = 0.02: off the circle
+    assert not off.passed and "infeasible" in off.message
+    assert off.max_violation == pytest.approx(0.02)
+    top = certify(o, np.array([1.0, 1.0]))  # a KKT point (mu = -1/2) that is the maximum along the circle
+    assert not top.passed and "not a minimum" in top.message
+    assert o.calls_by_kind["equality"] == 0 and o.calls_by_purpose["certify"] > 0
+
+
+def test_kkt_report_fits_free_sign_multipliers() -> None:
+    from zoframe_verify.checks import kkt_report
+
+    p = circle_problem()
+    lo = kkt_report(p, np.array([-1.0, -1.0]))
+    hi = kkt_report(p, np.array([1.0, 1.0]))
+    assert lo.eps1 < 1e-8 and hi.eps1 < 1e-8
+    np.testing.assert_allclose(lo.equality_multipliers, [0.5], atol=1e-8)
+    np.testing.assert_allclose(hi.equality_multipliers, [-0.5], atol=1e-8)  # negative: free sign
+    off = kkt_report(p, np.array([-1.1, -0.9]))
+    assert off.max_violation == pytest.approx(0.02) and off.eps2 == pytest.approx(0.02)
+    with pytest.raises(InvalidInputError, match="equality_multipliers"):
+        kkt_report(p, np.array([-1.0, -1.0]), multipliers=np.zeros(1))
