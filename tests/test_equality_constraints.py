@@ -174,3 +174,20 @@ def test_kkt_report_fits_free_sign_multipliers() -> None:
     assert off.max_violation == pytest.approx(0.02) and off.eps2 == pytest.approx(0.02)
     with pytest.raises(InvalidInputError, match="equality_multipliers"):
         kkt_report(p, np.array([-1.0, -1.0]), multipliers=np.zeros(1))
+
+
+def test_problem_contract_covers_equalities() -> None:
+    from zoframe.testing import ContractFailure, check_problem
+
+    check_problem(circle_problem(), picklable=False)  # equalities evaluated batched, by blocks, consistently
+    broken = zoframe.Constrained(
+        lambda X: X.sum(1), _loose, 1, np.zeros(2), equality_fun=lambda X, idx: np.zeros((1, len(idx))), m_eq=1,
+    )  # fmt: skip
+    with pytest.raises(ContractFailure, match="equality function"):
+        check_problem(broken, picklable=False)
+
+
+def test_equality_runs_are_deterministic() -> None:
+    a = zoframe.minimize(circle_problem(), "adszog", rng=3, max_calls=5_000)
+    b = zoframe.minimize(circle_problem(), "adszog", rng=3, max_calls=5_000)
+    assert np.array_equal(a.x, b.x) and a.nfev_by_kind == b.nfev_by_kind

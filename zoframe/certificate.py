@@ -75,7 +75,8 @@ Cost, counted under the purpose ``"certify"`` (``Result.nfev_by_purpose["certify
 ``budgeted=True`` (a solver certifying inside a step) charged to it: ``(2 d + 1) n`` objective
 evaluations, one full pass over the ``m`` constraints, ``2 d K`` constraint evaluations for the
 ``K <= active_cap`` candidates' gradients, and for the probes ``2 p (n + K + |A|)`` (``p <= probes``
-directions, ``|A|`` the constraints carrying a multiplier). Minimax: ``(2 (d + d_y) + 1) n``.
+directions, ``|A|`` the constraints carrying a multiplier), with equality constraints ``(2 d + 1) m_eq``
+and ``4 p m_eq`` more. Minimax: ``(2 (d + d_y) + 1) n``.
 Composite: ``(2 d + 1) n``. Deterministic: no randomness.
 """
 

@@ -312,6 +312,9 @@ def _problem_functions(
     if oracle.kind == "constrained":
         jdx = np.arange(min(oracle.m, 3))
         funs["constraints(X, idx)"] = lambda rows: oracle.constraints(X[rows], jdx)
+    if oracle.m_eq:
+        ldx = np.arange(min(oracle.m_eq, 3))
+        funs["equalities(X, idx)"] = lambda rows: oracle.equalities(X[rows], ldx)
     return funs
 
 
@@ -326,6 +329,8 @@ def _check_fresh(problem: Any, label: str, X: np.ndarray, Y: np.ndarray | None) 
         calls["components"] = lambda: problem.components(X, np.arange(min(int(getattr(problem, "n", 1)), 3)))
     if kind == "constrained":
         calls["constraints"] = lambda: problem.constraints(X, np.arange(min(int(problem.m), 3)))
+        if int(getattr(problem, "m_eq", 0) or 0):
+            calls["equalities"] = lambda: problem.equalities(X, np.arange(min(int(problem.m_eq), 3)))
     held = [v for v in (vars(problem) if hasattr(problem, "__dict__") else {}).values() if isinstance(v, np.ndarray)]
     for name, call in calls.items():
         first, second = call(), call()
