@@ -191,3 +191,30 @@ def test_equality_runs_are_deterministic() -> None:
     a = zoframe.minimize(circle_problem(), "adszog", rng=3, max_calls=5_000)
     b = zoframe.minimize(circle_problem(), "adszog", rng=3, max_calls=5_000)
     assert np.array_equal(a.x, b.x) and a.nfev_by_kind == b.nfev_by_kind
+
+
+def test_ask_tell_asks_for_equalities_and_matches_minimize() -> None:
+    problem = circle_problem()
+    direct = zoframe.minimize(problem, "adszog", rng=2, max_calls=5_000)
+    run = zoframe.Run(problem, "adszog", rng=2, max_calls=5_000)
+    kinds: set[str] = set()
+    while (req := run.ask()) is not None:
+        kinds.add(req.kind)
+        fn = {"objective": problem.components, "constraint": problem.constraints, "equality": problem.equalities}
+        run.tell(req, fn[req.kind](req.points, req.indices))
+    res = run.result()
+    assert "equality" in kinds
+    assert np.array_equal(res.x, direct.x) and res.nfev_by_kind == direct.nfev_by_kind and res.success
+
+
+def test_problem_shape_declares_equalities() -> None:
+    shape = zoframe.ProblemShape(kind="constrained", dim=2, x0=np.array([0.5, -2.0]), m=1, m_eq=1)
+    run = zoframe.Run(shape, "slsqp-fd", rng=0, max_calls=3_000)
+    problem = circle_problem()
+    fn = {"objective": problem.components, "constraint": problem.constraints, "equality": problem.equalities}
+    while (req := run.ask()) is not None:
+        run.tell(req, fn[req.kind](req.points, req.indices))
+    res = run.result()
+    assert res.success and np.allclose(res.x, [-1.0, -1.0], atol=1e-6)
+    with pytest.raises(InvalidInputError, match="m_eq"):
+        zoframe.ProblemShape(kind="finite_sum", dim=2, x0=np.zeros(2), m_eq=1)

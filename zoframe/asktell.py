@@ -79,7 +79,8 @@ def _ro(a: Any, dtype: Any = np.float64) -> Any:
 class ProblemShape:
     """A problem declared by its structure only, for ask/tell: no callables.
 
-    ``kind`` is ``"finite_sum"``, ``"constrained"`` (with ``m`` constraints), ``"minimax"`` (with
+    ``kind`` is ``"finite_sum"``, ``"constrained"`` (with ``m`` constraints and ``m_eq`` equality
+    constraints, asked as requests of kind ``"equality"``), ``"minimax"`` (with
     ``dim_y``, ``y0`` and optionally ``y_set``) or ``"composite"`` (with ``A``, ``B``, ``c``,
     ``penalties`` and ``y0``). ``n`` is the number of components (data samples) of the objective.
 
@@ -111,6 +112,7 @@ class ProblemShape:
     penalties: Sequence[Penalty] = ()
     violation_tol: float = 1e-3
     monitor: bool = True
+    m_eq: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.monitor, bool):
@@ -119,10 +121,13 @@ class ProblemShape:
             raise InvalidInputError(f"ProblemShape violation_tol must be a number >= 0, got {self.violation_tol!r}")
         if self.kind not in PROBLEM_KINDS:
             raise InvalidInputError(f"ProblemShape kind must be one of {PROBLEM_KINDS}, got {self.kind!r}")
-        for name in ("dim", "n", "m", "dim_y"):
+        for name in ("dim", "n", "m", "m_eq", "dim_y"):
             v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < (0 if name in ("m", "dim_y") else 1):
-                raise InvalidInputError(f"ProblemShape {name} must be a {'non-negative' if name in ('m', 'dim_y') else 'positive'} integer, got {v!r}")
+            zero = name in ("m", "m_eq", "dim_y")
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < (0 if zero else 1):
+                raise InvalidInputError(f"ProblemShape {name} must be a {'non-negative' if zero else 'positive'} integer, got {v!r}")
+        if self.m_eq and self.kind != "constrained":
+            raise InvalidInputError(f"ProblemShape m_eq (equality constraints) needs kind='constrained', got {self.kind!r}")
         x0 = np.asarray(self.x0, dtype=np.float64)
         if x0.shape != (self.dim,):
             raise ShapeError(f"ProblemShape x0 must have shape ({self.dim},), got {np.shape(self.x0)}")
@@ -166,7 +171,8 @@ class Request:
     """A batch of values the solver needs: ``values[r, s] = f_{indices[s]}(points[r])``.
 
     ``kind``: ``"objective"`` (a finite-sum component; also the smooth part of a composite
-    problem), ``"constraint"`` (``f_j``) or ``"minimax"`` (``F_i(points[r], points_y[r])``).
+    problem), ``"constraint"`` (``f_j``), ``"equality"`` (``h_l``, a problem with equality
+    constraints) or ``"minimax"`` (``F_i(points[r], points_y[r])``).
     ``purpose``: what the solver wants them for (``"monitor"``: the trace's measures). Tell a
     ``(k, b)`` array of real numbers (``shape``); for ``b == 1`` a ``(k,)`` array also works.
     """
@@ -291,8 +297,8 @@ class _Asked:
     """The stand-in problem: the source's structure; its functions are requests."""
 
     def __init__(self, source: Any, channel: _Channel) -> None:
-        for name in ("kind", "dim", "n", "m", "x0", "convex_constraints", "black_box_constraints", "feasible_set",
-                     "dim_y", "y_set", "y0", "A", "B", "c", "penalties", "monitor_free"):
+        for name in ("kind", "dim", "n", "m", "m_eq", "x0", "convex_constraints", "black_box_constraints",
+                     "feasible_set", "dim_y", "y_set", "y0", "A", "B", "c", "penalties", "monitor_free"):
             if hasattr(source, name):
                 setattr(self, name, getattr(source, name))
         self._source = source
@@ -303,6 +309,9 @@ class _Asked:
 
     def constraints(self, X: Array, idx: IntArray) -> Array:
         return self._channel.request("constraint", (X,), idx)
+
+    def equalities(self, X: Array, idx: IntArray) -> Array:
+        return self._channel.request("equality", (X,), idx)
 
     def values(self, X: Array, Y: Array, idx: IntArray) -> Array:
         return self._channel.request("minimax", (X, Y), idx)
