@@ -218,3 +218,49 @@ def test_problem_shape_declares_equalities() -> None:
     assert res.success and np.allclose(res.x, [-1.0, -1.0], atol=1e-6)
     with pytest.raises(InvalidInputError, match="m_eq"):
         zoframe.ProblemShape(kind="finite_sum", dim=2, x0=np.zeros(2), m_eq=1)
+
+
+def _rows(V: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    return V[:, idx]
+
+
+@pytest.mark.parametrize(
+    ("problem", "solution"),
+    [
+        (  # two linear equalities, an active inequality x2 >= 1.5, bounds: min |x|^2 -> (1, 0.5, 1.5)
+            zoframe.Constrained(
+                lambda X: (X**2).sum(1), lambda X, idx: _rows(1.5 - X[:, [2]], idx), 1, np.array([5.0, -3.0, 0.0]),
+                equality_fun=lambda X, idx: _rows(np.stack([X.sum(1) - 3.0, X[:, 0] - X[:, 1] - 0.5], 1), idx),
+                m_eq=2, bounds=(-10.0, 10.0),
+            ),
+            [1.0, 0.5, 1.5],
+        ),
+        (  # the same equality twice (linearly dependent rows): min |x - 2|^2 s.t. sum(x) = 1
+            zoframe.Constrained(
+                lambda X: ((X - 2.0) ** 2).sum(1), _loose, 1, np.zeros(3),
+                equality_fun=lambda X, idx: _rows(np.stack([X.sum(1) - 1.0, 2.0 * X.sum(1) - 2.0], 1), idx), m_eq=2,
+            ),
+            [1.0 / 3.0] * 3,
+        ),
+        (  # from the origin, where grad h = 0 (an inconsistent linearisation: the elastic QP)
+            zoframe.Constrained(
+                lambda X: X.sum(axis=1), _loose, 1, np.zeros(2),
+                equality_fun=lambda X, idx: _columns((X**2).sum(axis=1) - 2.0, idx), m_eq=1,
+            ),
+            [-1.0, -1.0],
+        ),
+        (  # Hock & Schittkowski 7: min log(1 + x0^2) - x1 s.t. (1 + x0^2)^2 + x1^2 = 4 -> (0, sqrt 3)
+            zoframe.Constrained(
+                lambda X: np.log1p(X[:, 0] ** 2) - X[:, 1], _loose, 1, np.array([2.0, 2.0]),
+                equality_fun=lambda X, idx: _columns((1.0 + X[:, 0] ** 2) ** 2 + X[:, 1] ** 2 - 4.0, idx), m_eq=1,
+            ),
+            [0.0, np.sqrt(3.0)],
+        ),
+    ],
+    ids=["linear-with-active-inequality", "dependent-equalities", "zero-jacobian-start", "hs7"],
+)
+def test_precision_phase_equality_cases(problem: zoframe.Constrained, solution: list[float]) -> None:
+    r = zoframe.minimize(problem, "adszog", rng=0, max_calls=20_000)
+    assert r.success, r.message
+    np.testing.assert_allclose(r.x, solution, atol=1e-6)
+    assert r.max_violation is not None and r.max_violation <= 1e-6
