@@ -632,7 +632,7 @@ def _executor(jobs: int) -> Iterator[Executor | None]:
 #: wall-clock and CPU time of ``--quick`` tables, measured on a 2-core machine shared with other jobs
 #: (stated before the run starts; see docs/reproduce-dszog.md)
 MEASURED_QUICK = {
-    "fairness": "1 min 57 s wall-clock, 49 s of CPU, on 2 busy cores",
+    "fairness": "1 min 3 s wall-clock, 60 s of CPU, on 2 shared cores",
     "pairwise": "32 min wall-clock, 6 min 13 s of CPU, on 2 cores at load 11-14; the tuning runs took 22 min of it",
 }
 
