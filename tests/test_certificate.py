@@ -317,3 +317,20 @@ def test_chunked_differences_give_the_same_certificate(monkeypatch: pytest.Monke
     chunked = _cert(prob, xs)
     assert chunked.passed == whole.passed and chunked.residual == pytest.approx(whole.residual, rel=1e-9, abs=1e-15)
     assert _cert(least_squares(), X_LS + 1e-3).residual == pytest.approx(ls.residual, rel=1e-9)
+
+
+def test_a_constraint_as_far_as_a_narrow_box_is_wide_is_not_active() -> None:
+    """Hock-Schittkowski 95: variables in boxes of width 0.01-0.3, a linear objective, constraints with
+    gradients in the thousands. At x6 = 0.0067 (twice the optimum's 0.0033; every other variable on its
+    lower bound) no constraint holds x6 up: lowering x6 stays feasible and lowers f. The constraint
+    that is active at the optimum sits 0.0034 away, a quarter of x6's box: a length scale of 1 would
+    take it for active; the box's scale does not."""
+    from zoframe_constrained.suite import build
+
+    tp = build("hs095", seed=0)
+    x_star = np.asarray(tp.x_star, dtype=np.float64)
+    off = x_star.copy()
+    off[5] = 2.0 * x_star[5]
+    assert certify(CountingOracle(tp.problem()), x_star).passed
+    bad = certify(CountingOracle(tp.problem()), off)
+    assert not bad.passed and bad.residual > DEFAULT_TOL

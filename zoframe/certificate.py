@@ -406,6 +406,7 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
     viol = 0.0 if (fs is not None or oracle.kind == "constrained") else None
     cap_hit = False
     cand = np.zeros(0, dtype=np.intp)
+    blen = np.full(d, s)  # each coordinate's length scale: the box's width where it is narrower than s
     if box is not None:
         lo, hi = box
         viol = max(0.0, float(np.max(lo - x)), float(np.max(x - hi)))
@@ -434,11 +435,14 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
             gn = np.linalg.norm(Gc, axis=1)
             dist = np.where(cvals >= 0, 0.0, -cvals / np.maximum(gn, 1e-300))
             near = np.flatnonzero(dist <= band)
+            # a constraint's length scale: the coordinates' scales weighted by its normal (s without a
+            # narrow box), so that a constraint at a distance comparable to a narrow box is not active
+            clen = np.linalg.norm(Gc * blen, axis=1) / np.maximum(gn, 1e-300)
             for j in near:
                 rows.append(Gc[j])
                 vals.append(float(cvals[j]))
                 ids.append(int(cand[j]))
-                lengths.append(s)
+                lengths.append(float(clen[j]) if gn[j] > 0 else s)
             if fp.top_indices.shape[0] > cap and near.shape[0] == cand.shape[0]:
                 nxt = float(fp.top_values[cap])  # the largest value left out
                 cap_hit = nxt >= 0 or -nxt / max(float(gn.max()), 1e-300) <= band
