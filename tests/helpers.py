@@ -44,3 +44,17 @@ def need_data_file(path: Path, what: str) -> None:
     if os.environ.get("ZOFRAME_REQUIRE_DATA", "").strip() not in ("", "0", "false", "no"):
         pytest.fail(f"ZOFRAME_REQUIRE_DATA is set but this test {text}", pytrace=False)
     pytest.skip(text)
+
+
+def subprocess_env(workdir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a ``zoframe`` / ``python`` command run by a test: this checkout's packages first
+    on ``PYTHONPATH``, outputs under ``workdir``, no display; ``extra`` on top."""
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ)
+    paths = [str(root), str(root / "plugins"), str(root / "verification"), str(root / "bench")]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env.update(PYTHONPATH=os.pathsep.join(paths), ZOFRAME_OUT=str(workdir / "zoframe-out"), MPLBACKEND="Agg", **extra)
+    return env

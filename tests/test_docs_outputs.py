@@ -15,13 +15,13 @@ A fenced output block in README.md or docs/**/*.md is preceded by one of
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 import re
 import shlex
 import subprocess
 import sys
 
+from helpers import subprocess_env
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,15 +69,7 @@ def _argv(command: str) -> list[str]:
 
 
 def _env(workdir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [str(ROOT), str(ROOT / "plugins"), str(ROOT / "verification"), str(ROOT / "bench")]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env.update(
-        PYTHONPATH=os.pathsep.join(paths), ZOFRAME_OUT=str(workdir / "zoframe-out"), MPLBACKEND="Agg",
-        ZOFRAME_CACHE=str(workdir / "cache"),
-    )
-    return env
+    return subprocess_env(workdir, ZOFRAME_CACHE=str(workdir / "cache"))
 
 
 def _numbers(text: str) -> list[tuple[str, float]]:

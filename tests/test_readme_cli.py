@@ -9,13 +9,13 @@ with 1 on FAIL, every other command with 0.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 import re
 import shlex
 import subprocess
 import sys
 
+from helpers import subprocess_env
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,16 +90,7 @@ def _argv(command: str) -> list[str]:
 
 
 def _env(workdir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [str(ROOT), str(ROOT / "plugins"), str(ROOT / "verification"), str(ROOT / "bench")]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env.update(
-        PYTHONPATH=os.pathsep.join(paths),
-        ZOFRAME_OUT=str(workdir / "zoframe-out"),
-        MPLBACKEND="Agg",
-    )
-    return env
+    return subprocess_env(workdir)
 
 
 def _expected_verdict(comment: str) -> str | None:

@@ -603,14 +603,20 @@ def _minimax(ev: _Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float
     gy, ref_y = block(Gy, Hy, Ny, sy)
     rx = _mapping(oracle.feasible_set, x, gx, sx, ref_x)
     ry = _mapping(oracle.y_set, y, -gy, sy, ref_y)
-    residual = max(_ratio(rx, ref_x), _ratio(ry, ref_y))
+    return _residual_verdict("minimax", {"x": _ratio(rx, ref_x), "y": _ratio(ry, ref_y)}, tol, ref_x)
+
+
+def _residual_verdict(what: str, parts: dict[str, float], tol: float, scale: float) -> dict[str, Any]:
+    """The outcome of a residual test with several parts (no constraints, no probes): the largest part
+    against ``tol``, each part named in the message."""
+    residual = max(parts.values())
     passed = residual <= tol
     word = "certified" if passed else "not certified"
+    detail = ", ".join(f"{k}: {v:.3g}" for k, v in parts.items())
     return {
-        "passed": passed, "residual": residual, "scale": ref_x, "max_violation": None, "n_active": 0,
+        "passed": passed, "residual": residual, "scale": scale, "max_violation": None, "n_active": 0,
         "cap_hit": False, "descent": None,
-        "message": f"{word}: minimax residual {residual:.3g} {'<=' if passed else '>'} tol {tol:.3g} "
-                   f"(x: {_ratio(rx, ref_x):.3g}, y: {_ratio(ry, ref_y):.3g})",
+        "message": f"{word}: {what} residual {residual:.3g} {'<=' if passed else '>'} tol {tol:.3g} ({detail})",
     }  # fmt: skip
 
 
@@ -655,13 +661,5 @@ def _composite(ev: _Evals, x: Array, outputs: Mapping[str, Any] | None, tol: flo
     By = sum((b @ v for b, v in zip(Bs, ys)), np.zeros_like(c))
     rc = float(np.linalg.norm(A @ x + By - c))
     ref_c = max(float(np.linalg.norm(A @ x)), float(np.linalg.norm(By)), float(np.linalg.norm(c)))
-    parts = (_ratio(float(np.linalg.norm(rx_vec)), ref_x), _ratio(ry, ref_y), _ratio(rc, ref_c))
-    residual = max(parts)
-    passed = residual <= tol
-    word = "certified" if passed else "not certified"
-    return {
-        "passed": passed, "residual": residual, "scale": ref_x, "max_violation": None, "n_active": 0,
-        "cap_hit": False, "descent": None,
-        "message": f"{word}: ADMM residual {residual:.3g} {'<=' if passed else '>'} tol {tol:.3g} "
-                   f"(x: {parts[0]:.3g}, y: {parts[1]:.3g}, coupling: {parts[2]:.3g})",
-    }  # fmt: skip
+    parts = {"x": _ratio(float(np.linalg.norm(rx_vec)), ref_x), "y": _ratio(ry, ref_y), "coupling": _ratio(rc, ref_c)}
+    return _residual_verdict("ADMM", parts, tol, ref_x)
