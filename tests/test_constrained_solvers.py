@@ -449,6 +449,37 @@ def test_nnls_matches_scipy_on_random_and_degenerate_problems() -> None:
         assert float(np.linalg.norm(E @ u - e)) <= ref + 1e-9 * (1.0 + ref), (trial, M, k, kind)
 
 
+def test_nnls_downdates_match_scipy_on_least_distance_programs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Least-distance programs of the restoration's shape (many rows, tens active): columns leave the
+    passive set one or two at a time (the Givens downdate, not a new factorisation), and the answer
+    has scipy's residual (1e-9 relative)."""
+    from scipy.optimize import nnls as scipy_nnls
+
+    from zoframe_constrained import ldp
+
+    downdates = []
+    real = ldp.qr_delete
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        downdates.append(args[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ldp, "qr_delete", spy)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        d, k = int(rng.integers(20, 60)), int(rng.integers(200, 600))
+        G = rng.standard_normal((k, d))
+        b = rng.standard_normal(k) - 1.0  # about a sixth violated at 0
+        E = np.vstack([-G.T, -b[None, :]])
+        e = np.zeros(d + 1)
+        e[d] = 1.0
+        ref = float(scipy_nnls(E, e, maxiter=50 * k)[1])
+        u = ldp.nnls(E, e)
+        assert u.min() >= 0.0
+        assert float(np.linalg.norm(E @ u - e)) <= ref + 1e-9 * (1.0 + ref)
+    assert downdates, "no column left the passive set by a downdate"
+
+
 def test_nnls_says_when_it_runs_out_of_iterations() -> None:
     from zoframe_constrained.ldp import nnls
 

@@ -3,7 +3,8 @@
 Lawson & Hanson (*Solving Least Squares Problems*, 1974, ch. 23) reduce a least-distance program
 to non-negative least squares (NNLS). :func:`nnls` is their NNLS algorithm (ch. 23, Algorithm
 NNLS) with the QR factorisation of the passive columns grown one column at a time
-(Gram-Schmidt with one reorthogonalisation) and refactorised only when columns leave. The
+(Gram-Schmidt with one reorthogonalisation) and downdated by Givens rotations when columns leave
+(``scipy.linalg.qr_delete``; refactorised when many leave at once). The
 restoration's programs have many rows (up to ``16 dim``) but few active ones (about ``dim / 2`` on
 a9a pairwise), so each iteration costs one product ``E^T r`` plus ``O(M p)`` for ``p`` passive
 columns. ``benchmarks/ldp_nnls.py`` (a9a pairwise, first restoration program after 1,000 steps,
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy.linalg import get_lapack_funcs, solve_triangular
+from scipy.linalg import get_lapack_funcs, qr_delete, solve_triangular
 
 from zoframe.protocols import Array, IntArray
 
@@ -104,6 +105,25 @@ class _PassiveQR:
             q, r = np.linalg.qr(self.E[:, self.cols])
             self.Q[:, :p], self.R[:p, :p] = q, r
 
+    def remove(self, positions: list[int]) -> None:
+        """Drop the passive columns at ``positions`` (indices into ``cols``) by Givens downdates.
+
+        One ``scipy.linalg.qr_delete`` per column left (``O(M p)`` each, compiled) instead of a new
+        factorisation (``O(M p^2)``); when more than a quarter of the columns leave at once, a new
+        factorisation is the cheaper of the two.
+        """
+        p = self.p
+        if 4 * len(positions) > p:
+            gone = set(positions)
+            self.reset([c for j, c in enumerate(self.cols) if j not in gone])
+            return
+        Q, R = self.Q[:, :p], self.R[:p, :p]
+        for j in sorted(positions, reverse=True):
+            Q, R = qr_delete(Q, R, j, 1, which="col", check_finite=False)
+            del self.cols[j]
+        q = self.p  # (with p = M the decomposition was a full one: Q stays M x M, R gains zero rows)
+        self.Q[:, :q], self.R[:q, :q] = Q[:, :q], R[:q, :q]
+
 
 def nnls(E: Array, e: Array, maxiter: int | None = None) -> Array:
     """``argmin_{u >= 0} ||E u - e||`` by Lawson & Hanson's active-set algorithm (ch. 23).
@@ -157,7 +177,7 @@ def nnls(E: Array, e: Array, maxiter: int | None = None) -> Array:
             out_of_play[left] = False
             u[left] = 0.0
             u[cols[keep]] = uP[keep]
-            qr.reset([int(c) for c in cols[keep]])
+            qr.remove([int(j) for j in np.flatnonzero(~keep)])
             if qr.p == 0:
                 z = np.zeros(0)
                 break
@@ -183,7 +203,10 @@ def least_distance(G: Array, b: Array) -> tuple[Array, IntArray | None]:
     G = np.asarray(G, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     d = G.shape[1]
-    E = np.vstack([-G.T, -b[None, :]])
+    ET = np.empty((G.shape[0], d + 1))  # E^T, built in the row order nnls works in (E is its view)
+    np.negative(G, out=ET[:, :d])
+    np.negative(b, out=ET[:, d])
+    E = ET.T
     e = np.zeros(d + 1)
     e[d] = 1.0
     u: Array | None
