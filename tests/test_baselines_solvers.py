@@ -311,3 +311,15 @@ def test_paper_defaults_keep_the_papers_protocol() -> None:
     assert not any("central differences" in note for note in r.notes)
     with pytest.raises(InvalidParameterError, match="defaults"):
         ZOPSGD(defaults="tuned")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["zoscgd", "acc-szofw"])
+def test_fitted_frank_wolfe_resumes_bit_for_bit(name: str, tmp_path: Any) -> None:
+    """defaults='fitted' solves every LP from scratch: a run resumed from a checkpoint follows the straight run."""
+    cls, params, _ = SOLVERS[name]
+    for seed in range(4):
+        straight = zoframe.minimize(LinearLS(), cls(**params), rng=seed, max_iter=16, record_every=0)
+        path = tmp_path / f"ck{seed}"
+        zoframe.minimize(LinearLS(), cls(**params), rng=seed, max_iter=8, checkpoint=path, record_every=0)
+        resumed = zoframe.minimize(LinearLS(), cls(**params), max_iter=16, resume=path, record_every=0)
+        assert np.array_equal(straight.x, resumed.x) and straight.nfev == resumed.nfev

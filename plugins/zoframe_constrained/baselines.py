@@ -125,7 +125,10 @@ class CvxpySubproblem:
     ``argmin_w <c, w>`` over the set intersected with a ball of radius ``radius`` (centre 0).
     With ``linearized=True`` the set is ``{w : J w <= r}`` with Parameters ``J (m, d)`` and
     ``r (m,)`` set at every solve; otherwise it is the oracle's white-box convex set.
-    ``CvxpySubproblem.builds`` counts constructions (one per subproblem and run).
+    ``CvxpySubproblem.builds`` counts constructions (one per subproblem and run). ``warm_start``: each
+    solve starts from the previous one's solution (faster; HiGHS's LP 2-3x on the pairwise LP), which makes the
+    result depend, at the last digits, on the solves before it (a run resumed from a checkpoint rebuilds the
+    problem and solves cold); ``False``: every solve from scratch, the same result whatever came before.
     """
 
     builds: ClassVar[int] = 0
@@ -139,9 +142,11 @@ class CvxpySubproblem:
         ball: BallKind | None = None,
         radius: float = 1.0,
         solver: str | None = None,
+        warm_start: bool = True,
     ) -> None:
         cp = _cvxpy()
 
+        self.warm_start = bool(warm_start)
         d, m = oracle.dim, oracle.m
         self.kind = kind
         self.linearized = linearized
@@ -189,7 +194,7 @@ class CvxpySubproblem:
                 with warnings.catch_warnings():
                     # cvxpy warns on inaccurate solutions; that status is recorded instead
                     warnings.simplefilter("ignore", UserWarning)
-                    self.problem.solve(solver=name, warm_start=True)
+                    self.problem.solve(solver=name, warm_start=self.warm_start)
             except (cp.error.SolverError, ValueError, ArithmeticError) as exc:
                 failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:120]}")
                 continue
@@ -381,7 +386,8 @@ class _ProjectedBase(SolverBase):
         lin = self.linearized(oracle)
         solver = self.cvxpy_solver
         return self.subproblem(
-            oracle, "project", lambda: CvxpySubproblem(oracle, "project", linearized=lin, solver=solver)
+            oracle, "project",
+            lambda: CvxpySubproblem(oracle, "project", linearized=lin, solver=solver, warm_start=not self.fitted),
         )
 
     def project(self, oracle: CountingOracle, v: Array, x: Array, rng: np.random.Generator) -> Array:
@@ -540,7 +546,10 @@ class _FrankWolfeBase(_ProjectedBase):
         R = float(self.R)
         solver = self.cvxpy_solver
         return self.subproblem(
-            oracle, "lmo", lambda: CvxpySubproblem(oracle, "lmo", linearized=lin, ball=ball, radius=R, solver=solver)
+            oracle, "lmo",
+            lambda: CvxpySubproblem(
+                oracle, "lmo", linearized=lin, ball=ball, radius=R, solver=solver, warm_start=not self.fitted
+            ),
         )
 
     def lmo(self, oracle: CountingOracle, g: Array, x: Array, rng: np.random.Generator) -> Array:
