@@ -102,7 +102,7 @@ def constraint_values(problem: Any, x: Array) -> Array:
     the reports use it up to one block of the full pass, and :func:`max_violation_full` above)."""
     m = int(problem.m)
     parts = [np.asarray(problem.constraints(x[None, :], idx), dtype=np.float64).reshape(-1) for idx in _blocks(m)]
-    return np.concatenate(parts)
+    return np.concatenate(parts) if parts else np.zeros(0)  # m = 0: equality constraints alone
 
 
 def _constraint_grads(problem: Any, x: Array) -> tuple[Callable[[IntArray], Array], str]:
@@ -493,6 +493,11 @@ def penalty_report(
         raise InvalidInputError("penalty_report needs a constrained problem")
     if not (beta > 0 and lam > 0):
         raise InvalidInputError(f"beta and lambda must be > 0, got beta={beta}, lambda={lam}")
+    if int(problem.m) < 1:
+        raise InvalidInputError(
+            "penalty_report measures the papers' penalty minimax over the inequality constraints, and this problem has "
+            f"none (m = 0, equality constraints alone: m_eq = {int(getattr(problem, 'm_eq', 0) or 0)}); use kkt_report"
+        )
     from zoframe.sets import project_simplex
 
     block = _check_block(block)
