@@ -335,6 +335,11 @@ def test_equalities_alone_certificate_and_kkt_report() -> None:
     rep = kkt_report(prob, x_ref)
     assert rep.eps1 < 1e-6 and rep.max_violation < 1e-8
     assert rep.equality_multipliers.shape == (2,)
+    boxed = equalities_alone((0.0, 0.8))  # the bound x2 >= 0 is active at its optimum: its multiplier is fitted
+    x_box, _ = _reference((0.0, 0.8))
+    on_box = kkt_report(boxed, x_box)
+    assert on_box.eps1 < 1e-6 * on_box.grad_norm and on_box.max_violation < 1e-6  # the reference's accuracy
+    assert kkt_report(prob, x_box).eps1 > 0.1 * on_box.grad_norm  # without the bound x_box is not stationary
     off = kkt_report(prob, x_ref + np.array([0.05, 0.0, 0.0]))  # |h| = (0.05, 0.05 x1)
     assert off.max_violation == pytest.approx(0.05, rel=1e-6)
     assert off.eps2 == pytest.approx(float(np.hypot(0.05, 0.05 * x_ref[1])), rel=1e-6)
