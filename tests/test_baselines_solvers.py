@@ -323,3 +323,21 @@ def test_fitted_frank_wolfe_resumes_bit_for_bit(name: str, tmp_path: Any) -> Non
         zoframe.minimize(LinearLS(), cls(**params), rng=seed, max_iter=8, checkpoint=path, record_every=0)
         resumed = zoframe.minimize(LinearLS(), cls(**params), max_iter=16, resume=path, record_every=0)
         assert np.array_equal(straight.x, resumed.x) and straight.nfev == resumed.nfev
+
+
+@pytest.mark.parametrize("name", ["zopsgd", "zoscgd", "acc-zomda", "acc-szofw"])
+def test_an_empty_linearisation_ends_failed_not_raised(name: str) -> None:
+    """At x0 = 0 the violated constraint 1 - |x|^2 <= 0 has a zero gradient: its linearisation 1 <= 0 is empty.
+    defaults='fitted' ends the run FAILED on its last iterate, saying why; defaults='paper' raises as before."""
+
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.stack([1.0 - (X**2).sum(axis=1), (X**2).sum(axis=1) - 4.0], axis=1)[:, idx]
+        return out
+
+    prob = zoframe.Constrained(lambda X: (X[:, 0] - 0.5) ** 2 + X[:, 1] ** 2, g, m=2, x0=np.zeros(2))
+    r = zoframe.minimize(prob, name, rng=0, max_calls=4000, record_every=0)
+    assert r.status is Status.FAILED and not r.success
+    assert "infeasible" in r.message and "adszog" in r.message
+    np.testing.assert_array_equal(r.x, np.zeros(2))
+    with pytest.raises(zoframe.RunFailedError):
+        zoframe.minimize(prob, name, rng=0, max_calls=4000, record_every=0, defaults="paper")

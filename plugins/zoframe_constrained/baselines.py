@@ -441,8 +441,26 @@ class _ProjectedBase(SolverBase):
         nxt = int(oracle.calls) + _TEST_SPACING * max(int(cert.evaluations), 1)
         return nxt, (cert.message if cert.passed else "")
 
+    def attempt(self, solve: Callable[[], Array]) -> tuple[Array, str]:
+        """``(solve(), "")``; with ``defaults="fitted"``, a subproblem that no solver can solve (e.g. constraints
+        linearised where a violated one has a vanishing gradient: an empty set) gives ``(nan, why)`` and the run
+        ends ``FAILED`` on its last iterate (:meth:`stop`) instead of raising :class:`SubproblemError`."""
+        try:
+            return solve(), ""
+        except SubproblemError as exc:
+            if not self.fitted:
+                raise
+            return np.full(1, np.nan), str(exc)
+
     def stop(self, state: Any) -> str | None:
-        """``terminate``: the time cap (``MAX_TIME``), or ``CONVERGED`` when the certificate passed."""
+        """``terminate``: a failed subproblem (``FAILED``), the time cap (``MAX_TIME``), or ``CONVERGED`` when the
+        certificate passed."""
+        if state.failed:
+            return StopReason(
+                f"stopped at iteration {state.t + 1} on its last iterate: {state.failed} The papers' step needs this "
+                "subproblem; start from another x0, or use a penalty method ('adszog', 'dszog'), which needs none",
+                Status.FAILED,
+            )
         capped = self.capped(state.seconds)
         if capped is not None:
             return capped
@@ -460,7 +478,7 @@ class _ProjectedBase(SolverBase):
 class PSGDState:
     """Iterate of ZOPSGD: ``x``; ``t`` iterations, ``seconds`` of compute, ``inaccurate`` solves;
     ``test_at``: the evaluation count at which the next stationarity test is due, ``verdict``: the
-    certificate's message once it passed."""
+    certificate's message once it passed, ``failed``: why the subproblem could not be solved (``defaults="fitted"``)."""
 
     x: Array
     t: int
@@ -468,6 +486,7 @@ class PSGDState:
     inaccurate: int
     test_at: int = 0
     verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -504,7 +523,9 @@ class ZOPSGD(_ProjectedBase):
         t0 = time.perf_counter()
         M1 = _minibatch(oracle, self.M1, rng)  # l.2
         G = self.estimate_f0(oracle, state.x, M1, rng)  # l.3
-        x = self.project(oracle, state.x - self.eta * G, state.x, rng)  # l.4-5
+        x, failed = self.attempt(lambda: self.project(oracle, state.x - self.eta * G, state.x, rng))  # l.4-5
+        if failed:
+            return dataclasses.replace(state, failed=failed)
         test_at, verdict = self.stationarity(oracle, x, state.test_at)  # the stopping rule (not in the box)
         sec = state.seconds + time.perf_counter() - t0
         return PSGDState(
@@ -523,7 +544,7 @@ class ZOPSGD(_ProjectedBase):
 class FWState:
     """Iterate of ZOSCGD: ``x``; ``t`` iterations, ``seconds`` of compute, ``inaccurate`` solves;
     ``test_at``: the evaluation count at which the next stationarity test is due, ``verdict``: the
-    certificate's message once it passed."""
+    certificate's message once it passed, ``failed``: why the subproblem could not be solved (``defaults="fitted"``)."""
 
     x: Array
     t: int
@@ -531,6 +552,7 @@ class FWState:
     inaccurate: int
     test_at: int = 0
     verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -622,7 +644,9 @@ class ZOSCGD(_FrankWolfeBase):
         t0 = time.perf_counter()
         M1 = _minibatch(oracle, self.M1, rng)  # l.2
         G = self.estimate_f0(oracle, state.x, M1, rng)  # l.3
-        v = self.lmo(oracle, G, state.x, rng)  # l.4
+        v, failed = self.attempt(lambda: self.lmo(oracle, G, state.x, rng))  # l.4
+        if failed:
+            return dataclasses.replace(state, failed=failed)
         x = state.x + self.gamma * (v - state.x)  # l.5
         test_at, verdict = self.stationarity(oracle, x, state.test_at)  # the stopping rule (not in the box)
         sec = state.seconds + time.perf_counter() - t0
@@ -650,6 +674,7 @@ class AccZOMDAState:
     inaccurate: int
     test_at: int = 0
     verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -702,7 +727,9 @@ class AccZOMDA(_ProjectedBase):
         M1 = _minibatch(oracle, self.M1, rng)  # l.3
         G = self.estimate_f0(oracle, np.vstack([state.x, state.x_prev]), M1, rng)  # l.3-4: G[0] at x_t, G[1] at x_{t-1}
         v = G[0] + (1.0 - alpha) * (state.v - G[1])  # l.4
-        x_tilde = self.project(oracle, state.x - self.gamma * v, state.x, rng)  # l.5
+        x_tilde, failed = self.attempt(lambda: self.project(oracle, state.x - self.gamma * v, state.x, rng))  # l.5
+        if failed:
+            return dataclasses.replace(state, failed=failed)
         x = state.x + eta * (x_tilde - state.x)  # l.6
         test_at, verdict = self.stationarity(oracle, x, state.test_at)  # the stopping rule (not in the box)
         sec = state.seconds + time.perf_counter() - t0
@@ -733,6 +760,7 @@ class AccSZOFWState:
     inaccurate: int
     test_at: int = 0
     verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -801,7 +829,9 @@ class AccSZOFW(_FrankWolfeBase):
             S2 = _minibatch(oracle, self.M1, rng)
             G = self.estimate_f0(oracle, np.vstack([state.x, state.x_prev]), S2, rng)
             v = state.v + G[0] - G[1]  # l.3
-        w = self.lmo(oracle, v, state.x, rng)  # l.4
+        w, failed = self.attempt(lambda: self.lmo(oracle, v, state.x, rng))  # l.4
+        if failed:
+            return dataclasses.replace(state, failed=failed)
         alpha = 1.0 / (t + 1.0)  # l.5
         gamma = min(1.0, (1.0 + alpha) * self.eta)  # l.5
         z = state.z + gamma * (w - state.z)  # l.6
