@@ -341,3 +341,17 @@ def test_an_empty_linearisation_ends_failed_not_raised(name: str) -> None:
     np.testing.assert_array_equal(r.x, np.zeros(2))
     with pytest.raises(zoframe.RunFailedError):
         zoframe.minimize(prob, name, rng=0, max_calls=4000, record_every=0, defaults="paper")
+
+
+def test_a_certified_baseline_run_through_ask_tell_is_bit_identical() -> None:
+    """The stopping rule's certificate (evaluated inside a step, charged to the budget) goes through ask/tell."""
+    prob = _two_variable_problem()
+    direct = zoframe.minimize(prob, "zopsgd", rng=0, max_calls=4000)
+    assert direct.status is Status.CONVERGED
+    run = zoframe.Run(prob, "zopsgd", rng=0, max_calls=4000)
+    while (req := run.ask()) is not None:
+        fn = prob.components if req.kind == "objective" else prob.constraints
+        run.tell(req, fn(req.points, req.indices))
+    res = run.result()
+    assert np.array_equal(res.x, direct.x) and res.nfev_by_purpose == direct.nfev_by_purpose
+    assert res.status is Status.CONVERGED and res.success == direct.success

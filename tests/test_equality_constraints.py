@@ -357,3 +357,16 @@ def test_equalities_alone_what_is_refused() -> None:
         zoframe.minimize(prob, "adszog", rng=0, max_iter=5, steps="paper")
     with pytest.raises(IncompatibleProblemError, match="equality"):
         zoframe.minimize(prob, "zopsgd", rng=0, max_iter=5)
+
+
+def test_equalities_alone_through_ask_tell_and_a_problem_shape() -> None:
+    """The same run through ask/tell (never asked for an inequality) and from a ProblemShape with m = 0."""
+    problem = equalities_alone()
+    direct = zoframe.minimize(problem, "adszog", rng=1, max_calls=5_000)
+    fn = {"objective": problem.components, "equality": problem.equalities}
+    for source in (problem, zoframe.ProblemShape(kind="constrained", dim=3, x0=problem.x0, m=0, m_eq=2)):
+        run = zoframe.Run(source, "adszog", rng=1, max_calls=5_000)
+        while (req := run.ask()) is not None:
+            run.tell(req, fn[req.kind](req.points, req.indices))  # a KeyError if an inequality were asked for
+        res = run.result()
+        assert np.array_equal(res.x, direct.x) and res.nfev_by_kind == direct.nfev_by_kind and res.success
