@@ -217,7 +217,7 @@ def test_one_objective_call_per_estimate(name: str) -> None:
 
 def test_time_cap_stops_the_run() -> None:
     res = zoframe.minimize(LinearLS(), ZOPSGD(time_cap=0.05, M1=8), rng=0, max_iter=100_000, record_every=0)
-    assert res.status is Status.CONVERGED
+    assert res.status is Status.MAX_TIME and not res.success
     assert "time_cap" in res.message
     assert res.nit < 100_000
 
@@ -251,3 +251,107 @@ def test_inputs_are_not_mutated() -> None:
     keep = x0.copy(), problem.D.copy(), problem.e.copy()
     zoframe.minimize(problem, AccZOMDA(gamma=0.05, M1=8), rng=0, max_iter=5, x0=x0)
     assert np.array_equal(x0, keep[0]) and np.array_equal(problem.D, keep[1]) and np.array_equal(problem.e, keep[2])
+
+
+def _two_variable_problem() -> zoframe.Constrained:
+    """min (x0 - 2)^2 + (x1 - 1)^2 s.t. x0^2 <= x1, x0 + x1 <= 2 (black-box); optimum f* = 1 at (1, 1)."""
+
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        G = np.stack([X[:, 0] ** 2 - X[:, 1], X[:, 0] + X[:, 1] - 2.0], axis=1)
+        out: np.ndarray = G[:, idx]
+        return out
+
+    return zoframe.Constrained(lambda X: (X[:, 0] - 2.0) ** 2 + (X[:, 1] - 1.0) ** 2, g, m=2, x0=np.zeros(2))
+
+
+def _boxed_problem() -> zoframe.Constrained:
+    """min |x - c|^2 s.t. sum x <= 1 (black-box), 0 <= x <= 1: f* = 0.4225 (x = (0.65, 0.25, 0, 0.1))."""
+    c = np.array([0.9, 0.5, -0.3, 0.35])
+
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.repeat(X.sum(axis=1, keepdims=True) - 1.0, len(idx), axis=1)
+
+    return zoframe.Constrained(lambda X: np.sum((X - c) ** 2, axis=1), g, m=1, x0=np.full(4, 0.1), bounds=(0.0, 1.0))
+
+
+@pytest.mark.parametrize("name", ["zopsgd", "zoscgd", "acc-zomda", "acc-szofw"])
+def test_fitted_defaults_claim_only_certified_points(name: str) -> None:
+    """Defaults on small black-box problems, 3 seeds: no crash, no divergence, and every CONVERGED claim is a
+    point the certificate passed (the solver's own test and the driver's); a budget stop is never a success."""
+    for prob in (_two_variable_problem(), _boxed_problem()):
+        for seed in range(3):
+            r = zoframe.minimize(prob, name, rng=seed, max_calls=1000 * prob.dim, record_every=0)
+            assert r.status in (Status.CONVERGED, Status.BUDGET), r.message
+            assert np.all(np.isfinite(r.x))
+            assert any("central differences" in note for note in r.notes)  # 2 dim <= q + 1
+            if r.status is Status.CONVERGED:
+                assert r.certificate is not None and r.certificate["passed"] and r.success, r.message
+                assert r.nfev_by_purpose.get("certify", 0) > 0
+            else:
+                assert not r.success
+
+
+def test_zopsgd_defaults_reach_and_certify_the_optimum() -> None:
+    """ZOPSGD's projected step with the fitted defaults converges on a small problem; the run stops on the
+    certificate, well before its budget (median over 3 seeds)."""
+    errs, used = [], []
+    for seed in range(3):
+        r = zoframe.minimize(_two_variable_problem(), "zopsgd", rng=seed, max_calls=4000, record_every=0)
+        errs.append(abs(r.fun - 1.0) if r.success else np.inf)
+        used.append(r.nfev)
+    assert np.median(errs) < 1e-5
+    assert np.median(used) < 4000
+
+
+def test_paper_defaults_keep_the_papers_protocol() -> None:
+    """defaults='paper': the Gaussian estimator whatever dim, and no stopping test (the run ends on its budget)."""
+    r = zoframe.minimize(_two_variable_problem(), "zopsgd", rng=0, max_calls=4000, defaults="paper", record_every=0)
+    assert r.status is Status.BUDGET and not r.success
+    assert "certify" not in r.nfev_by_purpose or r.nfev_by_purpose["certify"] == 0
+    assert not any("central differences" in note for note in r.notes)
+    with pytest.raises(InvalidParameterError, match="defaults"):
+        ZOPSGD(defaults="tuned")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["zoscgd", "acc-szofw"])
+def test_fitted_frank_wolfe_resumes_bit_for_bit(name: str, tmp_path: Any) -> None:
+    """defaults='fitted' solves every LP from scratch: a run resumed from a checkpoint follows the straight run."""
+    cls, params, _ = SOLVERS[name]
+    for seed in range(4):
+        straight = zoframe.minimize(LinearLS(), cls(**params), rng=seed, max_iter=16, record_every=0)
+        path = tmp_path / f"ck{seed}"
+        zoframe.minimize(LinearLS(), cls(**params), rng=seed, max_iter=8, checkpoint=path, record_every=0)
+        resumed = zoframe.minimize(LinearLS(), cls(**params), max_iter=16, resume=path, record_every=0)
+        assert np.array_equal(straight.x, resumed.x) and straight.nfev == resumed.nfev
+
+
+@pytest.mark.parametrize("name", ["zopsgd", "zoscgd", "acc-zomda", "acc-szofw"])
+def test_an_empty_linearisation_ends_failed_not_raised(name: str) -> None:
+    """At x0 = 0 the violated constraint 1 - |x|^2 <= 0 has a zero gradient: its linearisation 1 <= 0 is empty.
+    defaults='fitted' ends the run FAILED on its last iterate, saying why; defaults='paper' raises as before."""
+
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.stack([1.0 - (X**2).sum(axis=1), (X**2).sum(axis=1) - 4.0], axis=1)[:, idx]
+        return out
+
+    prob = zoframe.Constrained(lambda X: (X[:, 0] - 0.5) ** 2 + X[:, 1] ** 2, g, m=2, x0=np.zeros(2))
+    r = zoframe.minimize(prob, name, rng=0, max_calls=4000, record_every=0)
+    assert r.status is Status.FAILED and not r.success
+    assert "infeasible" in r.message and "adszog" in r.message
+    np.testing.assert_array_equal(r.x, np.zeros(2))
+    with pytest.raises(zoframe.RunFailedError):
+        zoframe.minimize(prob, name, rng=0, max_calls=4000, record_every=0, defaults="paper")
+
+
+def test_a_certified_baseline_run_through_ask_tell_is_bit_identical() -> None:
+    """The stopping rule's certificate (evaluated inside a step, charged to the budget) goes through ask/tell."""
+    prob = _two_variable_problem()
+    direct = zoframe.minimize(prob, "zopsgd", rng=0, max_calls=4000)
+    assert direct.status is Status.CONVERGED
+    run = zoframe.Run(prob, "zopsgd", rng=0, max_calls=4000)
+    while (req := run.ask()) is not None:
+        fn = prob.components if req.kind == "objective" else prob.constraints
+        run.tell(req, fn(req.points, req.indices))
+    res = run.result()
+    assert np.array_equal(res.x, direct.x) and res.nfev_by_purpose == direct.nfev_by_purpose
+    assert res.status is Status.CONVERGED and res.success == direct.success

@@ -171,6 +171,10 @@ def run_case(case: tuple[str, str, str, str, int]) -> dict[str, np.ndarray]:
     return out
 
 
+#: keys of :func:`run_case` newer than the stored reference (the trace's phase code and the flag behind it)
+_AFTER_THE_REFERENCE = frozenset({"state.from_x0", "trace.phase"})
+
+
 def _reference() -> dict[str, Any]:
     return dict(json.loads(_FILE.read_text()))
 
@@ -185,6 +189,8 @@ def reference() -> dict[str, Any]:
 )
 def test_iterates_are_the_stored_ones(case: tuple[str, str, str, str, int], reference: dict[str, Any]) -> None:
     got = run_case(case)  # a missing a9a is a skip with the reason (tests/conftest.py), a failure when data are required
+    # the phase bookkeeping came after the reference was stored: derived from the state, not an iterate
+    got = {k: v for k, v in got.items() if k not in _AFTER_THE_REFERENCE}
     ref = reference["cases"][_name(case)]
     exact = reference["probe"] == probe()
     assert sorted(got) == sorted(ref)

@@ -264,3 +264,109 @@ def test_precision_phase_equality_cases(problem: zoframe.Constrained, solution: 
     assert r.success, r.message
     np.testing.assert_allclose(r.x, solution, atol=1e-6)
     assert r.max_violation is not None and r.max_violation <= 1e-6
+
+
+# ---------------------------------------------------------------------------------------------- equalities alone (m = 0)
+_C = np.array([2.0, 2.0, 0.0])
+
+
+def _two_equalities(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """sum(x) = 1 and x0 x1 = 0.2."""
+    out: np.ndarray = np.stack([X.sum(axis=1) - 1.0, X[:, 0] * X[:, 1] - 0.2], axis=1)[:, idx]
+    return out
+
+
+def equalities_alone(bounds: tuple[float, float] | None = None) -> zoframe.Constrained:
+    """min |x - (2, 2, 0)|^2 s.t. sum(x) = 1, x0 x1 = 0.2 and no inequality: without bounds x* = (1.352, 0.148,
+    -0.5), f* = 4.1; with 0 <= x <= 0.8 the bound x2 >= 0 is active: x* = ((1 + 1/sqrt 5) / 2, (1 - 1/sqrt 5) / 2, 0),
+    f* = 4.6."""
+    return zoframe.Constrained(
+        lambda X: ((X - _C) ** 2).sum(axis=1), None, 0, np.array([0.6, 0.1, 0.3]),
+        equality_fun=_two_equalities, m_eq=2, bounds=bounds,
+    )  # fmt: skip
+
+
+def _reference(bounds: tuple[float, float] | None) -> tuple[np.ndarray, float]:
+    from scipy import optimize
+
+    res = optimize.minimize(
+        lambda x: float(((x - _C) ** 2).sum()), np.array([0.6, 0.1, 0.3]), method="SLSQP", tol=1e-14,
+        jac=lambda x: 2.0 * (x - _C), bounds=None if bounds is None else [bounds] * 3,
+        constraints=[{"type": "eq", "fun": lambda x: [x.sum() - 1.0, x[0] * x[1] - 0.2]}],
+    )  # fmt: skip
+    return np.asarray(res.x), float(res.fun)
+
+
+@pytest.mark.parametrize("bounds", [None, (0.0, 0.8)], ids=["free", "bounds"])
+@pytest.mark.parametrize("solver", ["adszog", "dszog"])
+def test_equalities_alone_solved_to_the_certificate(solver: str, bounds: tuple[float, float] | None) -> None:
+    """m = 0, m_eq = 2: the precision phase runs from x0, the claim is certified, the point is the optimum (an
+    independent reference: scipy's SLSQP with exact gradients); median over 3 seeds."""
+    x_ref, f_ref = _reference(bounds)
+    prob = equalities_alone(bounds)
+    errs = []
+    for seed in range(3):
+        r = zoframe.minimize(prob, solver, rng=seed, max_calls=5000)
+        assert r.success and r.certificate is not None and r.certificate["passed"], r.message
+        assert r.max_violation is not None and r.max_violation <= 1e-6
+        assert r.nfev_by_kind.get("constraint", 0) == 0  # no inequality was ever evaluated
+        errs.append(float(np.abs(r.x - x_ref).max()))
+        assert abs(r.fun - f_ref) <= 1e-6 * max(1.0, abs(f_ref))
+    assert np.median(errs) < 1e-5
+    if bounds is not None:
+        assert x_ref[2] == pytest.approx(0.0, abs=1e-9)  # the bound is active at the optimum
+
+
+@pytest.mark.parametrize("solver", ["slsqp-fd", "cobyla"])
+def test_peers_take_equalities_alone(solver: str) -> None:
+    x_ref, _ = _reference(None)
+    r = zoframe.minimize(equalities_alone(), solver, rng=0, max_calls=5000)
+    assert r.success, r.message
+    np.testing.assert_allclose(r.x, x_ref, atol=1e-4)
+
+
+def test_equalities_alone_certificate_and_kkt_report() -> None:
+    from zoframe_verify.checks import kkt_report
+
+    prob = equalities_alone()
+    x_ref, _ = _reference(None)
+    cert = certify(CountingOracle(prob), x_ref)
+    assert cert.passed and cert.max_violation is not None and cert.max_violation < 1e-8, cert.message
+    rep = kkt_report(prob, x_ref)
+    assert rep.eps1 < 1e-6 and rep.max_violation < 1e-8
+    assert rep.equality_multipliers.shape == (2,)
+    boxed = equalities_alone((0.0, 0.8))  # the bound x2 >= 0 is active at its optimum: its multiplier is fitted
+    x_box, _ = _reference((0.0, 0.8))
+    on_box = kkt_report(boxed, x_box)
+    assert on_box.eps1 < 1e-6 * on_box.grad_norm and on_box.max_violation < 1e-6  # the reference's accuracy
+    assert kkt_report(prob, x_box).eps1 > 0.1 * on_box.grad_norm  # without the bound x_box is not stationary
+    off = kkt_report(prob, x_ref + np.array([0.05, 0.0, 0.0]))  # |h| = (0.05, 0.05 x1)
+    assert off.max_violation == pytest.approx(0.05, rel=1e-6)
+    assert off.eps2 == pytest.approx(float(np.hypot(0.05, 0.05 * x_ref[1])), rel=1e-6)
+
+
+def test_equalities_alone_what_is_refused() -> None:
+    """Clear errors: no constraint at all, m given without a function, steps='paper', a baseline."""
+    f = lambda X: (X**2).sum(axis=1)  # noqa: E731
+    with pytest.raises(InvalidInputError, match="FiniteSum"):
+        zoframe.Constrained(f, None, 0, np.zeros(3))
+    with pytest.raises(InvalidInputError, match="m=0"):
+        zoframe.Constrained(f, None, 2, np.zeros(3), equality_fun=_two_equalities, m_eq=2)
+    prob = equalities_alone()
+    with pytest.raises(IncompatibleProblemError, match="steps='paper'"):
+        zoframe.minimize(prob, "adszog", rng=0, max_iter=5, steps="paper")
+    with pytest.raises(IncompatibleProblemError, match="equality"):
+        zoframe.minimize(prob, "zopsgd", rng=0, max_iter=5)
+
+
+def test_equalities_alone_through_ask_tell_and_a_problem_shape() -> None:
+    """The same run through ask/tell (never asked for an inequality) and from a ProblemShape with m = 0."""
+    problem = equalities_alone()
+    direct = zoframe.minimize(problem, "adszog", rng=1, max_calls=5_000)
+    fn = {"objective": problem.components, "equality": problem.equalities}
+    for source in (problem, zoframe.ProblemShape(kind="constrained", dim=3, x0=problem.x0, m=0, m_eq=2)):
+        run = zoframe.Run(source, "adszog", rng=1, max_calls=5_000)
+        while (req := run.ask()) is not None:
+            run.tell(req, fn[req.kind](req.points, req.indices))  # a KeyError if an inequality were asked for
+        res = run.result()
+        assert np.array_equal(res.x, direct.x) and res.nfev_by_kind == direct.nfev_by_kind and res.success

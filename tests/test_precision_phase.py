@@ -277,3 +277,45 @@ def test_a_saddle_point_is_not_accepted() -> None:
         r = zoframe.minimize(prob, "adszog", rng=seed, max_calls=20_000)
         assert r.success and abs(r.fun + 0.25) <= 1e-8, (r.fun, r.message)
         assert "second-order probe" in r.message
+
+
+@pytest.mark.parametrize("solver", ["adszog", "dszog"])
+def test_the_phase_is_in_the_trace_and_the_notes(solver: str, tmp_path: Any) -> None:
+    """The trace's phase column: penalty (0) first, the precision phase (2) last, never back to an earlier code
+    on this convex problem; the notes give each phase's evaluations (those of nfev_by_purpose) and the switch;
+    the column survives save / load (JSON and npz)."""
+    from zoframe_constrained.solvers import PHASES
+
+    prob, f_star = polytope(0, d=8, m=3_000)
+    res = zoframe.minimize(prob, solver, rng=0, max_calls=300_000, small_problem=0, record_every=1)
+    assert res.success and rel(res.fun, f_star) < 1e-6, res.message
+    phase = np.asarray(res.trace["phase"])
+    assert phase[0] == 0 and phase[-1] == 2
+    assert set(np.unique(phase)) <= {0.0, 1.0, 2.0}
+    assert np.all(np.diff(phase) >= 0)  # penalty, restoration, precision: in that order
+    if 1.0 in phase:  # a restoration round recorded between the two
+        assert np.flatnonzero(phase == 1)[0] < np.flatnonzero(phase == 2)[0]
+    by = res.nfev_by_purpose
+    notes = " | ".join(res.notes)
+    assert f"{PHASES[0]} {by['estimate'] + by.get('line search', 0)} evaluations" in notes
+    assert f"{PHASES[2]} {by['precision']} evaluations" in notes
+    assert f"final phase: {PHASES[2]}" in notes and "switch to the precision phase after" in notes
+    first_precision = int(np.flatnonzero(phase == 2)[0])  # the switch is seen in the trace's calls too
+    assert res.trace["calls"][first_precision] > by["estimate"]
+    for ext in ("json", "npz"):
+        path = tmp_path / f"run.{ext}"
+        res.save(path)
+        back = zoframe.Result.load(path)
+        np.testing.assert_array_equal(np.asarray(back.trace["phase"]), phase)
+        assert tuple(back.notes) == tuple(res.notes)
+
+
+def test_a_small_problem_is_in_the_phase_from_x0() -> None:
+    prob = zoframe.Constrained(
+        lambda X: (X[:, 0] - 2.0) ** 2 + (X[:, 1] - 1.0) ** 2,
+        lambda X, idx: np.stack([X[:, 0] ** 2 - X[:, 1], X[:, 0] + X[:, 1] - 2.0], axis=1)[:, idx], m=2, x0=np.zeros(2),
+    )  # fmt: skip
+    res = zoframe.minimize(prob, "adszog", rng=0, max_calls=4_000)
+    assert res.success
+    assert set(np.unique(np.asarray(res.trace["phase"]))) == {3.0}
+    assert any("precision phase from x0" in note for note in res.notes)

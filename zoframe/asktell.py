@@ -134,8 +134,10 @@ class ProblemShape:
         if not np.isfinite(x0).all():
             raise InvalidInputError("ProblemShape x0 contains NaN or infinity: give a finite starting point")
         object.__setattr__(self, "x0", _ro(x0))
-        if self.kind == "constrained" and self.m < 1:
-            raise InvalidInputError("a constrained ProblemShape needs m >= 1 constraints")
+        if self.kind == "constrained" and self.m < 1 and self.m_eq < 1:
+            raise InvalidInputError(
+                "a constrained ProblemShape needs m >= 1 inequality constraints or m_eq >= 1 equality constraints"
+            )
         if self.kind == "minimax":
             if self.dim_y < 1 or self.y0 is None or np.shape(self.y0) != (self.dim_y,):
                 raise InvalidInputError(

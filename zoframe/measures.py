@@ -364,10 +364,11 @@ def _pass_source(source: Any) -> _Source:
         return problem.constraints, source.m, source.dim, source.nonfinite, source, budgeted, take
     fn = getattr(source, "constraints", None)
     m = getattr(source, "m", None)
-    if not callable(fn) or not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < 1:
+    alone = int(getattr(source, "m_eq", 0) or 0) > 0  # equality constraints alone: m = 0 is an empty pass
+    if not callable(fn) or not isinstance(m, (int, np.integer)) or isinstance(m, bool) or m < (0 if alone else 1):
         raise InvalidInputError(
             "max_violation_full needs a CountingOracle, its monitor, or a constrained problem with "
-            f"constraints(X, idx) and m >= 1; got {type(source).__name__}"
+            f"constraints(X, idx) and m >= 1 (m = 0 with equality constraints); got {type(source).__name__}"
         )
     return fn, int(m), int(getattr(source, "dim", -1)), "raise", None, False, None
 
@@ -448,20 +449,23 @@ def max_violation_full(
     seconds = time.perf_counter() - t0
     if oracle is not None:
         oracle.seconds += seconds
-    best = max(range(len(stats)), key=lambda b: (stats[b][0], -b))  # the first block holding the max
-    max_value, argmax = stats[best][0], stats[best][1]
+    if stats:
+        best = max(range(len(stats)), key=lambda b: (stats[b][0], -b))  # the first block holding the max
+        max_value, argmax = stats[best][0], stats[best][1]
+    else:  # m = 0 (equality constraints alone): an empty pass, nothing violated
+        max_value, argmax = -math.inf, -1
     total, total_sq = 0.0, 0.0
     for s in stats:  # block order: the same sum serially and on any executor
         total += s[3][0]
         total_sq += s[3][1]
-    if top:
+    if top and stats:
         ids = np.concatenate([s[4] for s in stats])
         vals = np.concatenate([s[5] for s in stats])
         order = np.lexsort((ids, -vals))[:top]  # largest first, ties by index
         top_ids, top_vals = ids[order], vals[order]
     else:
         top_ids, top_vals = _NO_IDS.copy(), _NO_VALS.copy()
-    if cut is not None:
+    if cut is not None and stats:
         above_ids = np.concatenate([s[6] for s in stats])
         above_vals = np.concatenate([s[7] for s in stats])
     else:

@@ -393,17 +393,17 @@ class CountingOracle:
         if self.dim < 1 or self.n < 1:
             raise InvalidInputError(f"problem dimensions must be positive, got dim={self.dim}, n={self.n}")
         self.m: int = int(getattr(problem, "m", 0))
-        if self.kind == "constrained" and self.m < 1:
-            raise InvalidInputError(
-                "a constrained problem needs at least one constraint (m >= 1); "
-                "use a finite-sum problem instead"
-            )
         #: equality constraints h_l(x) = 0 (``problem.equalities``), counted as the kind "equality"
         self.m_eq: int = int(getattr(problem, "m_eq", 0)) if self.kind == "constrained" else 0
         if self.m_eq < 0 or (self.m_eq and not callable(getattr(problem, "equalities", None))):
             raise InvalidInputError(
                 f"{type(problem).__name__} declares m_eq={self.m_eq} equality constraints; m_eq must be >= 0 and a "
                 "problem with equalities needs a method equalities(X, idx) -> (k, b)"
+            )
+        if self.kind == "constrained" and (self.m < 0 or (self.m == 0 and self.m_eq == 0)):
+            raise InvalidInputError(
+                f"a constrained problem needs at least one constraint (m >= 1 inequalities or m_eq >= 1 equalities), "
+                f"got m={self.m}, m_eq={self.m_eq}; use a finite-sum problem instead"
             )
         self.convex_constraints: bool = bool(getattr(problem, "convex_constraints", True))
         self.black_box_constraints: bool = bool(getattr(problem, "black_box_constraints", True))

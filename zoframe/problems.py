@@ -266,7 +266,9 @@ def constrained_measures(
     then over all ``m + m_eq`` constraints.
     """
     m, m_eq = monitor._p.m, monitor._p.m_eq
-    if m <= block:
+    if m == 0:  # equality constraints alone
+        max_v, sum_v, count = 0.0, 0.0, 0
+    elif m <= block:
         g = monitor.constraints(x)[0]
         viol = np.maximum(g, 0.0)
         max_v, sum_v, count = float(viol.max()), float(viol.sum()), int(np.count_nonzero(g > violation_tol))
@@ -337,13 +339,13 @@ class Constrained:
     equality indices (``equality_fun(x, l) -> float`` with ``vectorized=False``), checked like
     ``constraints_fun``; their violation is ``|h_l(x)|``. The solvers that take them are ``adszog`` and
     ``dszog`` with ``steps="auto"`` (the working-set SQP), ``slsqp-fd``, ``trust-constr-fd``, ``cobyla``
-    and ``cobyqa``; the others refuse such a problem. At least one inequality is needed (``m >= 1``):
-    with equalities alone, give a constraint that always holds (``constraints_fun`` returning ``-1``).
+    and ``cobyqa``; the others refuse such a problem. Equalities alone: ``constraints_fun=None`` and
+    ``m=0`` (with ``m_eq >= 1``), e.g. ``Constrained(f, None, 0, x0, equality_fun=h, m_eq=2)``.
     """
 
     kind: ClassVar[str] = "constrained"
     objective: Callable[..., Any]
-    constraints_fun: Callable[..., Any]
+    constraints_fun: Callable[..., Any] | None
     m: int
     x0: Array
     n: int = 1
@@ -363,7 +365,18 @@ class Constrained:
         _flag(self.fresh_results, "fresh_results")
         object.__setattr__(self, "x0", _vector(self.x0, "x0"))
         object.__setattr__(self, "n", _positive(self.n, "n"))
-        object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
+        if self.constraints_fun is None:  # equality constraints alone
+            if self.equality_fun is None:
+                raise InvalidInputError(
+                    "constraints_fun=None needs equality constraints (equality_fun=h, m_eq >= 1); a problem with no "
+                    "constraint at all is a FiniteSum (zoframe.FiniteSum(fun, x0, bounds=...))"
+                )
+            if self.m != 0:
+                raise InvalidInputError(
+                    f"constraints_fun=None (equality constraints alone) needs m=0 inequality constraints, got m={self.m!r}"
+                )
+        else:
+            object.__setattr__(self, "m", _positive(self.m, "m (number of constraints)"))
         if self.equality_fun is None and self.m_eq != 0:
             raise InvalidInputError(
                 f"m_eq={self.m_eq!r} equality constraints declared but no equality_fun given: pass "
@@ -374,13 +387,18 @@ class Constrained:
             _check_call(self.equality_fun, "equality_fun", _FORMS["equality_fun"][self.vectorized], 2, self.vectorized)
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
         _check_call(self.objective, "objective", _FORMS["objective"][self.vectorized], self.n, self.vectorized)
-        _check_call(self.constraints_fun, "constraints_fun", _FORMS["constraints_fun"][self.vectorized], 2, self.vectorized)
+        if self.constraints_fun is not None:
+            _check_call(self.constraints_fun, "constraints_fun", _FORMS["constraints_fun"][self.vectorized], 2, self.vectorized)
         object.__setattr__(self, "feasible_set", _box(self.bounds, self.dim, self.feasible_set))
 
     def components(self, X: Array, idx: IntArray) -> Array:
         return _eval_batched(self.objective, (X,), idx, self.n, self.vectorized)
 
     def constraints(self, X: Array, idx: IntArray) -> Array:
+        if self.constraints_fun is None:  # no inequality constraint (m = 0): no values
+            if len(idx):
+                raise InvalidInputError(f"this problem has no inequality constraints (m = 0); asked for indices {idx[:5]!r}")
+            return np.zeros((X.shape[0], 0))
         if self.vectorized:
             try:
                 v = self.constraints_fun(X, idx)

@@ -286,7 +286,12 @@ class Solver(Protocol[StateT]):
         :class:`~zoframe.solver.StopReason` ends the run with the status it carries instead
         (e.g. ``BUDGET`` when the solver stops on a reserve it kept for its last phase);
     ``outputs(state) -> Mapping[str, Array]``
-        the iterate to report (default ``{"x": state.x}``; e.g. ``y`` or ``p`` as well).
+        the iterate to report (default ``{"x": state.x}``; e.g. ``y`` or ``p`` as well);
+    ``trace_row(state) -> Mapping[str, float]``
+        the solver's own columns of each trace record, read from the state without evaluations
+        (e.g. ``phase``, a code of the phase the iterate came from);
+    ``final_notes(oracle, state) -> Sequence[str]``
+        notes on the run added to ``Result.notes`` (e.g. its phases, their switches and their cost).
     """
 
     problem_kinds: ClassVar[frozenset[str]]

@@ -143,6 +143,10 @@ class RunLoop:
         self._time_cap = math.inf if max_time is None else max_time
         out = getattr(solver, "outputs", None)
         self._outputs = out if callable(out) else None
+        row = getattr(solver, "trace_row", None)
+        self._trace_row = row if callable(row) else None
+        ends = getattr(solver, "final_notes", None)
+        self._final_notes = ends if callable(ends) else None
         self._wall0 = time.perf_counter()
 
     # ------------------------------------------------------------------ the loop
@@ -273,6 +277,18 @@ class RunLoop:
             return {k: np.asarray(v) for k, v in self._outputs(st).items()}
         return {"x": np.asarray(st.x)}
 
+    def solver_row(self) -> dict[str, float]:
+        """The solver's own columns of a trace record (``trace_row(state)``, e.g. its phase), else none."""
+        if self._trace_row is None or self.state is None:
+            return {}
+        return {str(k): float(v) for k, v in self._trace_row(self.state).items()}
+
+    def solver_notes(self) -> list[str]:
+        """The solver's notes on the run so far (``final_notes(oracle, state)``: its phases and their cost)."""
+        if self._final_notes is None or self.state is None:
+            return []
+        return [str(n) for n in self._final_notes(self.oracle, self.state)]
+
     @property
     def calls(self) -> int:
         return self.oracle.calls
@@ -306,6 +322,7 @@ class RunLoop:
                 success, message = False, f"{message}; {cert.message}"
         if self.notes:
             message = f"{message} [{'; '.join(self.notes)}]"
+        notes = (*self.notes, *self.solver_notes())  # the solver's (phases, their cost) in the notes, not the message
         x_best = final_x if best is None else best.x
         fun_best = fun if best is None else best.fun
         return Result(
@@ -330,6 +347,6 @@ class RunLoop:
             feasible=feasible,
             max_violation=None if viol is None else float(viol),
             feasibility_tol=self.feasibility_tol if kind == "constrained" else None,
-            notes=tuple(self.notes),
+            notes=notes,
             certificate=None if cert is None else cert.to_dict(),
         )

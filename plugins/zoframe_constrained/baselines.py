@@ -55,11 +55,13 @@ import weakref
 
 import numpy as np
 
+from zoframe.certificate import DEFAULT_TOL, certify
 from zoframe.errors import InvalidInputError, InvalidParameterError, ZoframeError
 from zoframe.estimators import CoordinateEstimator
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, Estimator, IntArray
-from zoframe.solver import SolverBase, check_batch, check_int, check_positive
+from zoframe.result import Status
+from zoframe.solver import SolverBase, StopReason, check_batch, check_int, check_positive
 from zoframe.specs import param
 
 __all__ = [
@@ -78,6 +80,10 @@ __all__ = [
 
 ConstraintMode = Literal["auto", "exact", "linearize"]
 BallKind = Literal["linf", "l2"]
+DefaultsMode = Literal["fitted", "paper"]
+
+#: the stationarity test runs once the evaluations since the last one reach this many times its cost
+_TEST_SPACING = 9
 
 #: measured preference orders (see the module docstring), per subproblem class
 _ORDERS: dict[str, tuple[str, ...]] = {
@@ -119,7 +125,10 @@ class CvxpySubproblem:
     ``argmin_w <c, w>`` over the set intersected with a ball of radius ``radius`` (centre 0).
     With ``linearized=True`` the set is ``{w : J w <= r}`` with Parameters ``J (m, d)`` and
     ``r (m,)`` set at every solve; otherwise it is the oracle's white-box convex set.
-    ``CvxpySubproblem.builds`` counts constructions (one per subproblem and run).
+    ``CvxpySubproblem.builds`` counts constructions (one per subproblem and run). ``warm_start``: each
+    solve starts from the previous one's solution (faster; HiGHS's LP 2-3x on the pairwise LP), which makes the
+    result depend, at the last digits, on the solves before it (a run resumed from a checkpoint rebuilds the
+    problem and solves cold); ``False``: every solve from scratch, the same result whatever came before.
     """
 
     builds: ClassVar[int] = 0
@@ -133,9 +142,11 @@ class CvxpySubproblem:
         ball: BallKind | None = None,
         radius: float = 1.0,
         solver: str | None = None,
+        warm_start: bool = True,
     ) -> None:
         cp = _cvxpy()
 
+        self.warm_start = bool(warm_start)
         d, m = oracle.dim, oracle.m
         self.kind = kind
         self.linearized = linearized
@@ -183,7 +194,7 @@ class CvxpySubproblem:
                 with warnings.catch_warnings():
                     # cvxpy warns on inaccurate solutions; that status is recorded instead
                     warnings.simplefilter("ignore", UserWarning)
-                    self.problem.solve(solver=name, warm_start=True)
+                    self.problem.solve(solver=name, warm_start=self.warm_start)
             except (cp.error.SolverError, ValueError, ArithmeticError) as exc:
                 failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:120]}")
                 continue
@@ -258,11 +269,27 @@ class _ProjectedBase(SolverBase):
     constraints: ConstraintMode = param("auto", doc="'exact', 'linearize' or 'auto' (see the module docstring)")
     time_cap: float | None = param(None, doc="stop after this many seconds of compute (paper: 10000)")
     cvxpy_solver: str | None = param(None, doc="force a cvxpy solver (default: fastest installed, measured)")
-    estimator: Estimator | None = param(None, doc="gradient estimator (default: gaussian(q, mu))")
+    estimator: Estimator | None = param(
+        None, doc="gradient estimator (default: gaussian(q, mu); defaults='fitted': central differences when 2 dim <= q + 1)"
+    )
+    defaults: DefaultsMode = param(
+        "fitted", doc="'fitted': estimator and stationarity stop fitted to the problem (see the module docstring); "
+        "'paper': the papers' protocol (Gaussian estimator, no stopping test)"
+    )  # fmt: skip
+    violation_tol: float = param(
+        1e-6, doc="defaults='fitted': the stationarity certificate behind a CONVERGED claim accepts this max violation"
+    )
+    certify_tol: float = param(
+        DEFAULT_TOL, doc="defaults='fitted': tolerance of the certificate on the relative KKT residual"
+    )
 
     def _common_checks(self) -> None:
         check_int("q", self.q)
         check_positive("mu", self.mu, "mu")
+        if self.defaults not in ("fitted", "paper"):
+            raise InvalidParameterError(f"defaults must be 'fitted' or 'paper', got {self.defaults!r}")
+        check_positive("violation_tol", self.violation_tol)
+        check_positive("certify_tol", self.certify_tol)
         mode = self.constraints
         if mode not in ("auto", "exact", "linearize"):
             raise InvalidParameterError(f"constraints must be 'auto', 'exact' or 'linearize', got {mode!r}")
@@ -273,12 +300,24 @@ class _ProjectedBase(SolverBase):
         if batch is not None:
             check_int("M1", batch)
 
+    @property
+    def fitted(self) -> bool:
+        """Whether the defaults are fitted to the problem (``defaults="fitted"``)."""
+        return self.defaults == "fitted"
+
     def adapt(self, oracle: CountingOracle) -> tuple[Any, list[str]]:
-        """The default batch shrinks to the ``n`` data components when there are fewer than 128."""
+        """The default batch shrinks to the ``n`` data components when there are fewer than 128; with
+        ``defaults="fitted"`` the estimator becomes central differences when they cost no more rows."""
+        out, notes = self, []
         if self.M1 is _DEFAULT_M1 and oracle.n < int(_DEFAULT_M1):
-            note = f"M1 = {oracle.n} (all n = {oracle.n} data components; the default is {int(_DEFAULT_M1)})"
-            return dataclasses.replace(self, M1=oracle.n), [note]
-        return self, []
+            notes.append(f"M1 = {oracle.n} (all n = {oracle.n} data components; the default is {int(_DEFAULT_M1)})")
+            out = dataclasses.replace(out, M1=oracle.n)
+        if self.fitted and self.estimator is None and 2 * oracle.dim <= self.q + 1:
+            notes.append(
+                f"estimator: central differences along the {oracle.dim} coordinates (2 dim <= q + 1 = {self.q + 1} rows)"
+            )
+            out = dataclasses.replace(out, estimator=CoordinateEstimator(mu=float(self.mu)))
+        return out, notes
 
     def validate(self, oracle: CountingOracle) -> None:
         self.linearized(oracle)  # raises for constraints='exact' without white-box convex structure
@@ -347,7 +386,8 @@ class _ProjectedBase(SolverBase):
         lin = self.linearized(oracle)
         solver = self.cvxpy_solver
         return self.subproblem(
-            oracle, "project", lambda: CvxpySubproblem(oracle, "project", linearized=lin, solver=solver)
+            oracle, "project",
+            lambda: CvxpySubproblem(oracle, "project", linearized=lin, solver=solver, warm_start=not self.fitted),
         )
 
     def project(self, oracle: CountingOracle, v: Array, x: Array, rng: np.random.Generator) -> Array:
@@ -370,19 +410,83 @@ class _ProjectedBase(SolverBase):
     def capped(self, seconds: float) -> str | None:
         cap = self.time_cap
         if cap is not None and seconds >= cap:
-            return f"wall-clock cap reached: {seconds:.1f} s >= time_cap={cap} s (the paper stopped baselines at 10000 s)"
+            return StopReason(
+                f"wall-clock cap reached: {seconds:.1f} s >= time_cap={cap} s (the paper stopped baselines at 10000 s); "
+                "no stationarity certificate",
+                Status.MAX_TIME,
+            )
+        return None
+
+    # ------------------------------------------------------------------ the stopping rule (defaults="fitted")
+    def certificate_cost(self, oracle: CountingOracle) -> int:
+        """An estimate of one certificate's evaluations (:mod:`zoframe.certificate`): ``(2 d + 1) n`` objective
+        values, a pass over ``m``, ``2 d K`` for the candidates' gradients, the probes ``8 (n + K)``."""
+        d, n, m = oracle.dim, oracle.n, oracle.m
+        k = min(m, max(64, min(8 * d, 1024)))
+        return (2 * d + 1) * (n + oracle.m_eq) + m + 2 * d * k + 8 * (n + k)
+
+    def first_test(self, oracle: CountingOracle) -> int:
+        """The evaluation count at which the first stationarity test is due."""
+        return int(oracle.calls) + _TEST_SPACING * self.certificate_cost(oracle)
+
+    def stationarity(self, oracle: CountingOracle, x: Array, test_at: int) -> tuple[int, str]:
+        """The stopping rule after a step: ``(next test_at, verdict)``; the verdict is the certificate's
+        message when it passed at ``x`` (the run then claims ``CONVERGED``), else ``""``."""
+        if not self.fitted or oracle.calls < test_at or not bool(np.all(np.isfinite(x))):
+            return test_at, ""
+        remaining = oracle.remaining
+        if remaining is not None and remaining < self.certificate_cost(oracle):
+            return test_at, ""
+        cert = certify(oracle, x, tol=self.certify_tol, feasibility_tol=self.violation_tol, budgeted=True)
+        nxt = int(oracle.calls) + _TEST_SPACING * max(int(cert.evaluations), 1)
+        return nxt, (cert.message if cert.passed else "")
+
+    def attempt(self, solve: Callable[[], Array]) -> tuple[Array, str]:
+        """``(solve(), "")``; with ``defaults="fitted"``, a subproblem that no solver can solve (e.g. constraints
+        linearised where a violated one has a vanishing gradient: an empty set) gives ``(nan, why)`` and the run
+        ends ``FAILED`` on its last iterate (:meth:`stop`) instead of raising :class:`SubproblemError`."""
+        try:
+            return solve(), ""
+        except SubproblemError as exc:
+            if not self.fitted:
+                raise
+            return np.full(1, np.nan), str(exc)
+
+    def stop(self, state: Any) -> str | None:
+        """``terminate``: a failed subproblem (``FAILED``), the time cap (``MAX_TIME``), or ``CONVERGED`` when the
+        certificate passed."""
+        if state.failed:
+            return StopReason(
+                f"stopped at iteration {state.t + 1} on its last iterate: {state.failed} The papers' step needs this "
+                "subproblem; start from another x0, or use a penalty method ('adszog', 'dszog'), which needs none",
+                Status.FAILED,
+            )
+        capped = self.capped(state.seconds)
+        if capped is not None:
+            return capped
+        if state.verdict:
+            return StopReason(
+                f"stationarity certificate passed at iteration {state.t} (max violation <= violation_tol = "
+                f"{self.violation_tol:g}): {state.verdict}",
+                Status.CONVERGED,
+            )
         return None
 
 
 # ------------------------------------------------------------------------------------------ ZOPSGD
 @dataclass(frozen=True)
 class PSGDState:
-    """Iterate of ZOPSGD: ``x``; ``t`` iterations, ``seconds`` of compute, ``inaccurate`` solves."""
+    """Iterate of ZOPSGD: ``x``; ``t`` iterations, ``seconds`` of compute, ``inaccurate`` solves;
+    ``test_at``: the evaluation count at which the next stationarity test is due, ``verdict``: the
+    certificate's message once it passed, ``failed``: why the subproblem could not be solved (``defaults="fitted"``)."""
 
     x: Array
     t: int
     seconds: float
     inaccurate: int
+    test_at: int = 0
+    verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -412,18 +516,24 @@ class ZOPSGD(_ProjectedBase):
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> PSGDState:
         t0 = time.perf_counter()
         x = self.start(oracle, x0)  # l.1
-        return PSGDState(x=x, t=0, seconds=time.perf_counter() - t0, inaccurate=self.inaccurate_count(oracle))
+        sec = time.perf_counter() - t0
+        return PSGDState(x=x, t=0, seconds=sec, inaccurate=self.inaccurate_count(oracle), test_at=self.first_test(oracle))
 
     def step(self, oracle: CountingOracle, state: PSGDState, rng: np.random.Generator) -> PSGDState:
         t0 = time.perf_counter()
         M1 = _minibatch(oracle, self.M1, rng)  # l.2
         G = self.estimate_f0(oracle, state.x, M1, rng)  # l.3
-        x = self.project(oracle, state.x - self.eta * G, state.x, rng)  # l.4-5
+        x, failed = self.attempt(lambda: self.project(oracle, state.x - self.eta * G, state.x, rng))  # l.4-5
+        if failed:
+            return dataclasses.replace(state, failed=failed)
+        test_at, verdict = self.stationarity(oracle, x, state.test_at)  # the stopping rule (not in the box)
         sec = state.seconds + time.perf_counter() - t0
-        return PSGDState(x=x, t=state.t + 1, seconds=sec, inaccurate=self.inaccurate_count(oracle))
+        return PSGDState(
+            x=x, t=state.t + 1, seconds=sec, inaccurate=self.inaccurate_count(oracle), test_at=test_at, verdict=verdict
+        )
 
     def terminate(self, state: PSGDState) -> str | None:
-        return self.capped(state.seconds)
+        return self.stop(state)
 
     def outputs(self, state: PSGDState) -> dict[str, Array]:
         return {"x": state.x, "inaccurate_solves": np.array(float(state.inaccurate))}
@@ -432,12 +542,17 @@ class ZOPSGD(_ProjectedBase):
 # ------------------------------------------------------------------------------------------ ZOSCGD
 @dataclass(frozen=True)
 class FWState:
-    """Iterate of ZOSCGD: ``x``; ``t`` iterations, ``seconds`` of compute, ``inaccurate`` solves."""
+    """Iterate of ZOSCGD: ``x``; ``t`` iterations, ``seconds`` of compute, ``inaccurate`` solves;
+    ``test_at``: the evaluation count at which the next stationarity test is due, ``verdict``: the
+    certificate's message once it passed, ``failed``: why the subproblem could not be solved (``defaults="fitted"``)."""
 
     x: Array
     t: int
     seconds: float
     inaccurate: int
+    test_at: int = 0
+    verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -453,7 +568,10 @@ class _FrankWolfeBase(_ProjectedBase):
         R = float(self.R)
         solver = self.cvxpy_solver
         return self.subproblem(
-            oracle, "lmo", lambda: CvxpySubproblem(oracle, "lmo", linearized=lin, ball=ball, radius=R, solver=solver)
+            oracle, "lmo",
+            lambda: CvxpySubproblem(
+                oracle, "lmo", linearized=lin, ball=ball, radius=R, solver=solver, warm_start=not self.fitted
+            ),
         )
 
     def lmo(self, oracle: CountingOracle, g: Array, x: Array, rng: np.random.Generator) -> Array:
@@ -519,19 +637,25 @@ class ZOSCGD(_FrankWolfeBase):
         t0 = time.perf_counter()
         x = self.feasible_start(oracle, x0)  # l.1
         self._lmo(oracle)  # build the LMO once, here
-        return FWState(x=x, t=0, seconds=time.perf_counter() - t0, inaccurate=self.inaccurate_count(oracle))
+        sec = time.perf_counter() - t0
+        return FWState(x=x, t=0, seconds=sec, inaccurate=self.inaccurate_count(oracle), test_at=self.first_test(oracle))
 
     def step(self, oracle: CountingOracle, state: FWState, rng: np.random.Generator) -> FWState:
         t0 = time.perf_counter()
         M1 = _minibatch(oracle, self.M1, rng)  # l.2
         G = self.estimate_f0(oracle, state.x, M1, rng)  # l.3
-        v = self.lmo(oracle, G, state.x, rng)  # l.4
+        v, failed = self.attempt(lambda: self.lmo(oracle, G, state.x, rng))  # l.4
+        if failed:
+            return dataclasses.replace(state, failed=failed)
         x = state.x + self.gamma * (v - state.x)  # l.5
+        test_at, verdict = self.stationarity(oracle, x, state.test_at)  # the stopping rule (not in the box)
         sec = state.seconds + time.perf_counter() - t0
-        return FWState(x=x, t=state.t + 1, seconds=sec, inaccurate=self.inaccurate_count(oracle))
+        return FWState(
+            x=x, t=state.t + 1, seconds=sec, inaccurate=self.inaccurate_count(oracle), test_at=test_at, verdict=verdict
+        )
 
     def terminate(self, state: FWState) -> str | None:
-        return self.capped(state.seconds)
+        return self.stop(state)
 
     def outputs(self, state: FWState) -> dict[str, Array]:
         return {"x": state.x, "inaccurate_solves": np.array(float(state.inaccurate))}
@@ -540,7 +664,7 @@ class ZOSCGD(_FrankWolfeBase):
 # ------------------------------------------------------------------------------------------ AccZOMDA
 @dataclass(frozen=True)
 class AccZOMDAState:
-    """AccZOMDA: iterate ``x``, previous iterate ``x_prev``, momentum estimate ``v``, counters."""
+    """AccZOMDA: iterate ``x``, previous iterate ``x_prev``, momentum estimate ``v``, counters (as :class:`PSGDState`)."""
 
     x: Array
     x_prev: Array
@@ -548,6 +672,9 @@ class AccZOMDAState:
     t: int
     seconds: float
     inaccurate: int
+    test_at: int = 0
+    verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -587,7 +714,10 @@ class AccZOMDA(_ProjectedBase):
         t0 = time.perf_counter()
         x = self.start(oracle, x0)  # l.1
         sec = time.perf_counter() - t0
-        return AccZOMDAState(x=x, x_prev=x.copy(), v=np.zeros(oracle.dim), t=0, seconds=sec, inaccurate=self.inaccurate_count(oracle))
+        return AccZOMDAState(
+            x=x, x_prev=x.copy(), v=np.zeros(oracle.dim), t=0, seconds=sec, inaccurate=self.inaccurate_count(oracle),
+            test_at=self.first_test(oracle),
+        )
 
     def step(self, oracle: CountingOracle, state: AccZOMDAState, rng: np.random.Generator) -> AccZOMDAState:
         t0 = time.perf_counter()
@@ -597,13 +727,19 @@ class AccZOMDA(_ProjectedBase):
         M1 = _minibatch(oracle, self.M1, rng)  # l.3
         G = self.estimate_f0(oracle, np.vstack([state.x, state.x_prev]), M1, rng)  # l.3-4: G[0] at x_t, G[1] at x_{t-1}
         v = G[0] + (1.0 - alpha) * (state.v - G[1])  # l.4
-        x_tilde = self.project(oracle, state.x - self.gamma * v, state.x, rng)  # l.5
+        x_tilde, failed = self.attempt(lambda: self.project(oracle, state.x - self.gamma * v, state.x, rng))  # l.5
+        if failed:
+            return dataclasses.replace(state, failed=failed)
         x = state.x + eta * (x_tilde - state.x)  # l.6
+        test_at, verdict = self.stationarity(oracle, x, state.test_at)  # the stopping rule (not in the box)
         sec = state.seconds + time.perf_counter() - t0
-        return AccZOMDAState(x=x, x_prev=state.x, v=v, t=t, seconds=sec, inaccurate=self.inaccurate_count(oracle))
+        return AccZOMDAState(
+            x=x, x_prev=state.x, v=v, t=t, seconds=sec, inaccurate=self.inaccurate_count(oracle), test_at=test_at,
+            verdict=verdict,
+        )
 
     def terminate(self, state: AccZOMDAState) -> str | None:
-        return self.capped(state.seconds)
+        return self.stop(state)
 
     def outputs(self, state: AccZOMDAState) -> dict[str, Array]:
         return {"x": state.x, "inaccurate_solves": np.array(float(state.inaccurate))}
@@ -612,7 +748,8 @@ class AccZOMDA(_ProjectedBase):
 # ------------------------------------------------------------------------------------------ Acc-SZOFW
 @dataclass(frozen=True)
 class AccSZOFWState:
-    """Acc-SZOFW: iterate ``x``, previous iterate ``x_prev``, SPIDER estimate ``v``, FW sequence ``z``."""
+    """Acc-SZOFW: iterate ``x``, previous iterate ``x_prev``, SPIDER estimate ``v``, FW sequence ``z``, counters (as
+    :class:`PSGDState`)."""
 
     x: Array
     x_prev: Array
@@ -621,6 +758,9 @@ class AccSZOFWState:
     t: int
     seconds: float
     inaccurate: int
+    test_at: int = 0
+    verdict: str = ""
+    failed: str = ""
 
 
 @dataclass(frozen=True)
@@ -674,7 +814,10 @@ class AccSZOFW(_FrankWolfeBase):
         self._lmo(oracle)  # build the LMO once, here
         zero = np.zeros(oracle.dim)
         sec = time.perf_counter() - t0
-        return AccSZOFWState(x=x, x_prev=x.copy(), v=zero, z=x.copy(), t=0, seconds=sec, inaccurate=self.inaccurate_count(oracle))
+        return AccSZOFWState(
+            x=x, x_prev=x.copy(), v=zero, z=x.copy(), t=0, seconds=sec, inaccurate=self.inaccurate_count(oracle),
+            test_at=self.first_test(oracle),
+        )
 
     def step(self, oracle: CountingOracle, state: AccSZOFWState, rng: np.random.Generator) -> AccSZOFWState:
         t0 = time.perf_counter()
@@ -686,17 +829,23 @@ class AccSZOFW(_FrankWolfeBase):
             S2 = _minibatch(oracle, self.M1, rng)
             G = self.estimate_f0(oracle, np.vstack([state.x, state.x_prev]), S2, rng)
             v = state.v + G[0] - G[1]  # l.3
-        w = self.lmo(oracle, v, state.x, rng)  # l.4
+        w, failed = self.attempt(lambda: self.lmo(oracle, v, state.x, rng))  # l.4
+        if failed:
+            return dataclasses.replace(state, failed=failed)
         alpha = 1.0 / (t + 1.0)  # l.5
         gamma = min(1.0, (1.0 + alpha) * self.eta)  # l.5
         z = state.z + gamma * (w - state.z)  # l.6
         y = state.x + self.eta * (w - state.x)  # l.7
         x = (1.0 - alpha) * y + alpha * z  # l.8
+        test_at, verdict = self.stationarity(oracle, x, state.test_at)  # the stopping rule (not in the box)
         sec = state.seconds + time.perf_counter() - t0
-        return AccSZOFWState(x=x, x_prev=state.x, v=v, z=z, t=t, seconds=sec, inaccurate=self.inaccurate_count(oracle))
+        return AccSZOFWState(
+            x=x, x_prev=state.x, v=v, z=z, t=t, seconds=sec, inaccurate=self.inaccurate_count(oracle), test_at=test_at,
+            verdict=verdict,
+        )
 
     def terminate(self, state: AccSZOFWState) -> str | None:
-        return self.capped(state.seconds)
+        return self.stop(state)
 
     def outputs(self, state: AccSZOFWState) -> dict[str, Array]:
         return {"x": state.x, "inaccurate_solves": np.array(float(state.inaccurate))}

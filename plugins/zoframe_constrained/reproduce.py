@@ -192,12 +192,13 @@ def _problem_ref(
 
 def _fixed(family: str, solver: str, n_train: int) -> dict[str, Any]:
     """Batch sizes of ICML Section 6.2: |M1| = 128 for every method, |M2| = |M3| = 128 (pairwise) or 10;
-    DSZOG / ADSZOG with the papers' fixed steps (``steps="paper"``)."""
+    DSZOG / ADSZOG with the papers' fixed steps (``steps="paper"``), the baselines with the papers' protocol
+    (``defaults="paper"``: Gaussian estimator, no stopping test)."""
     m1 = min(128, n_train)
     if solver in PENALTY:
         m23 = 128 if family == "pairwise" else 10
         return {"M1": m1, "M2": m23, "M3": m23, "steps": "paper"}  # the papers' fixed steps, no continuation
-    return {"M1": m1}
+    return {"M1": m1, "defaults": "paper"}
 
 
 def _budget(solver: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -237,6 +238,8 @@ def plan(args: argparse.Namespace, hparams: Mapping[str, Mapping[str, Any]]) -> 
             params = dict(hparams.get(f"{args.table}|{ds}|{method}", {}))
             if method in PENALTY:
                 params["steps"] = "paper"  # also for selections cached before the step rule existed
+            else:
+                params["defaults"] = "paper"  # the papers' protocol, also for selections cached before it existed
             for s in seeds:
                 ref = _problem_ref(args.table, ds, s, args.n_samples, args.data_dir, args.c_rel)
                 jobs.append(Job(args.table, args.table, ds, method, method, params, s, _budget(method, args), ref))

@@ -72,7 +72,18 @@ from zoframe_constrained.simplex import (
     sparsify,
 )
 
-__all__ = ["ADSZOG", "DENSE_P_MAX", "DSZOG", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState", "least_distance_step"]
+__all__ = [
+    "ADSZOG", "DENSE_P_MAX", "DSZOG", "PHASES", "SPARSE_AUTO_M", "ADSZOGState", "DSZOGState", "least_distance_step",
+]  # fmt: skip
+
+#: the ``phase`` column of the trace (:meth:`_PenaltyMinimax.trace_row`): code -> phase
+PHASES: dict[int, str] = {
+    0: "stochastic penalty phase",
+    1: "restoration",
+    2: "precision phase",
+    3: "precision phase from x0 (small problem or equality constraints)",
+}
+_PENALTY, _RESTORATION, _PRECISION, _FROM_X0 = 0, 1, 2, 3
 
 #: ADSZOG flushes tiny entries of p and z_p every this many steps
 _FLUSH_EVERY = 16
@@ -465,17 +476,23 @@ class _PenaltyMinimax(SolverBase):
     def validate(self, oracle: CountingOracle) -> None:
         if oracle.kind != "constrained":
             raise IncompatibleProblemError(f"{type(self).__name__} solves constrained problems, got {oracle.kind!r}")
-        if oracle.m < 1:
-            raise InvalidParameterError("the problem has no constraint (m = 0); use a finite-sum solver")
+        if oracle.m < 1 and not oracle.m_eq:
+            raise InvalidParameterError("the problem has no constraint (m = 0, m_eq = 0); use a finite-sum solver")
         if oracle.m_eq and not self.auto:
             raise IncompatibleProblemError(
                 f"{type(self).__name__} with steps='paper' takes inequality constraints only (the papers' penalty "
                 f"minimax), but the problem has m_eq = {oracle.m_eq} equality constraints: use steps='auto' (the "
                 "working-set SQP keeps them), or slsqp-fd, trust-constr-fd, cobyla or cobyqa"
             )
+        if oracle.m < 1 and not self.small(oracle):
+            raise IncompatibleProblemError(
+                f"{type(self).__name__} with steps='paper' needs inequality constraints (m >= 1), but the problem has "
+                f"equality constraints alone (m = 0, m_eq = {oracle.m_eq}): use steps='auto' (the working-set SQP)"
+            )
         m1, _, m3 = self.sizes(oracle)
         check_batch("M1", m1, oracle.n, "data components n")
-        check_batch("M3", m3, oracle.m, "constraints m")
+        if oracle.m:
+            check_batch("M3", m3, oracle.m, "constraints m")
 
     def calls_per_step(self, oracle: CountingOracle) -> int:
         """``rows * (|M1| + |M2|) + |M3|`` evaluations per penalty step (``rows = q + 1`` for the Gaussian
@@ -596,6 +613,8 @@ class _PenaltyMinimax(SolverBase):
         expression) and projected in place.
         """
         b = self.beta if beta is None else beta
+        if oracle.m == 0:  # equality constraints alone: no p (the precision phase runs from x0, see small())
+            return np.zeros(0), 0.0
         v = _finite(oracle.constraints(w, None, purpose="init")[0], oracle, "at the starting point")
         c0 = max(float(v.max()), -float(v.min()))  # max_j |f_j|, without an |f| temporary
         np.maximum(v, 0.0, out=v)  # the constraint values are read: no second m-vector
@@ -791,6 +810,43 @@ class _PenaltyMinimax(SolverBase):
         new.update(beta=beta, alpha=alpha, win_t0=win_t0, win_v0=win_v0, stalls=stalls)
         return new
 
+    # ------------------------------------------------------------------ the phases, in the trace and the notes
+    def phase(self, state: Any) -> int:
+        """The phase ``state`` is in (a key of :data:`PHASES`): the precision phase (from ``x0`` on a small
+        problem or with equalities, else after the hand-over), the restoration, or the stochastic penalty phase."""
+        if state.precision is not None:
+            return _FROM_X0 if bool(state.from_x0) else _PRECISION
+        if int(state.rounds) > 0 or self.restoring(state):
+            return _RESTORATION
+        return _PENALTY
+
+    def trace_row(self, state: Any) -> dict[str, float]:
+        """The trace's ``phase`` column (codes: :data:`PHASES`), read from the state (no evaluation)."""
+        return {"phase": float(self.phase(state))}
+
+    def final_notes(self, oracle: CountingOracle, state: Any) -> list[str]:
+        """The phases of the run, their evaluations (by purpose: ``init`` for the start, ``estimate`` and ``line
+        search`` for the penalty phase, ``restore``, ``precision``) and the switch to the precision phase, for
+        ``Result.notes``."""
+        used = oracle.calls_by_purpose
+        parts = [
+            ("start", int(used.get("init", 0))),
+            (PHASES[_PENALTY], int(used.get("estimate", 0)) + int(used.get("line search", 0))),
+            (PHASES[_RESTORATION], int(used.get("restore", 0))),
+            (PHASES[_PRECISION], int(used.get("precision", 0))),
+        ]
+        text = ", ".join(f"{name} {calls} evaluations" for name, calls in parts if calls)
+        notes = [f"phases: {text}; final phase: {PHASES[self.phase(state)]}"] if text else []
+        if state.precision is not None:
+            ps = PrecisionState.unpack(state.precision)
+            notes.append(
+                f"switch to the precision phase after {ps.before} evaluations ({state.switch_reason}); "
+                f"{ps.it} precision iterations, {ps.spent} evaluations"
+            )
+        if int(state.retries):
+            notes.append(f"{int(state.retries)} stall(s) of the precision phase handed back to the penalty phase")
+        return notes
+
     # ------------------------------------------------------------------ ending feasible
     def restoring(self, state: Any) -> bool:
         """Whether the penalty steps are over and the feasibility-restoration phase runs: after
@@ -874,7 +930,8 @@ class _PenaltyMinimax(SolverBase):
             f"equality constraints (m_eq = {oracle.m_eq}): precision phase from x0" if oracle.m_eq
             else f"small problem ((n + m) dim = {size} <= small_problem = {self.small_problem}): precision phase from x0"
         )  # fmt: skip
-        out: StateT = self.to_precision(oracle, st, st.x, None, why)  # type: ignore[attr-defined]
+        cur: Any = st
+        out: StateT = dataclasses.replace(self.to_precision(oracle, cur, cur.x, None, why), from_x0=True)
         return out
 
     def to_precision(self, oracle: CountingOracle, st: Any, x: Array, active: IntArray | None, why: str) -> Any:
@@ -917,7 +974,7 @@ class _PenaltyMinimax(SolverBase):
             st, x=np.array(x, copy=True), precision=None, retries=int(st.retries) + 1, stationary=False,
             restore_final=False, stalls=0, rounds=0, restore_active=None, restore_best=None, t=int(st.t) + 1,
             beta=min(beta, self.beta_max), alpha=self.first_length(x, oracle) * 1e-2, win_t0=int(st.t),
-            win_v0=math.inf, switch_reason="",
+            win_v0=math.inf, switch_reason="", from_x0=False,
         )  # fmt: skip
 
     def _precision_stop(self, state: Any) -> str | None:
@@ -1181,6 +1238,7 @@ class _RestorationState:
     restore_best: tuple[Array, Array] | None = None
     precision: tuple[Array, ...] | None = None
     switch_reason: str = ""
+    from_x0: bool = False
 
     def auto_fields(self) -> dict[str, Any]:
         """The fields of ``steps="auto"`` (penalty, step length, stall window, phase), to carry over."""

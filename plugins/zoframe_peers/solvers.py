@@ -899,12 +899,13 @@ def _weak_replaying(ref: weakref.ref[_ScipySession]) -> bool:
 
 def _scipy_minimize(
     method: str, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any],
-    m_eq: int = 0,
+    m_eq: int = 0, inequalities: bool = True,
 ) -> _Run:
     """The peer's whole run as ``target(point, constraints, batch)`` (see :data:`_Run`).
 
     ``m_eq`` equality constraints (the last ``m_eq`` values of the constraint vector): COBYLA gets each as
-    two inequalities ``h_l >= 0`` and ``-h_l >= 0``, the other methods as scipy's equality constraints."""
+    two inequalities ``h_l >= 0`` and ``-h_l >= 0``, the other methods as scipy's equality constraints;
+    ``inequalities=False``: equality constraints alone (``m = 0``)."""
     from scipy import optimize
 
     def target(point: Callable[[Array], float], last: Callable[[], Array | None], batch: _Batch) -> Any:
@@ -922,12 +923,12 @@ def _scipy_minimize(
                     {"type": "ineq", "fun": lambda x: -g(x)[:split]},
                     {"type": "ineq", "fun": lambda x: g(x)[split:]},
                     {"type": "ineq", "fun": lambda x: -g(x)[split:]},
-                ]
+                ][0 if inequalities else 1 :]
             else:
                 kwargs["constraints"] = [
                     optimize.NonlinearConstraint(lambda x: g(x)[:split], -np.inf, 0.0),
                     optimize.NonlinearConstraint(lambda x: g(x)[split:], 0.0, 0.0),
-                ]
+                ][0 if inequalities else 1 :]
         elif constrained:
             if method == "COBYLA":
                 # scipy's convention is g(x) >= 0; zoframe's is f_j(x) <= 0
@@ -965,9 +966,10 @@ class _ScipyPeer(_PeerBase):
         raise NotImplementedError  # pragma: no cover
 
     def _target(
-        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any], m_eq: int = 0
+        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any], m_eq: int = 0,
+        inequalities: bool = True,
     ) -> _Run:
-        return _scipy_minimize(self.method, x0, bounds, constrained, options, m_eq)
+        return _scipy_minimize(self.method, x0, bounds, constrained, options, m_eq, inequalities)
 
     def validate(self, oracle: CountingOracle) -> None:
         super().validate(oracle)
@@ -983,7 +985,7 @@ class _ScipyPeer(_PeerBase):
         # let the oracle's exact budget bind (status BUDGET) unless the user capped the peer itself
         maxpoints = maxfev if maxfev is not None else _points_budget(oracle, None, 0, replay, slack=2)
         opts = self._options(oracle, maxpoints)
-        run = self._target(x0, _box(oracle), oracle.kind == "constrained", opts, _m_eq(oracle))
+        run = self._target(x0, _box(oracle), oracle.kind == "constrained", opts, _m_eq(oracle), oracle.m > 0)
         pps = getattr(self, "points_per_step", None)
         # one driver iteration per 10 (d + 1) points by default: each handoff between the peer's
         # thread and the driver costs tens of microseconds, and an iteration boundary is needed
@@ -1129,6 +1131,7 @@ def _fd_minimize(
     options: dict[str, Any],
     rel_step: float,
     m_eq: int = 0,
+    inequalities: bool = True,
 ) -> _Run:
     """A scipy gradient method's whole run with forward-difference gradients of ``f`` and of all ``m``
     constraints: at each point scipy asks a gradient for, the ``d`` points ``x + h_i e_i`` are one
@@ -1189,7 +1192,7 @@ def _fd_minimize(
             kwargs["constraints"] = [
                 optimize.NonlinearConstraint(lambda x: g(x)[ineq], -np.inf, 0.0, jac=lambda x: jac_rows(x, ineq), **extra),
                 optimize.NonlinearConstraint(lambda x: g(x)[eq], 0.0, 0.0, jac=lambda x: jac_rows(x, eq), **extra),
-            ]
+            ][0 if inequalities else 1 :]  # equality constraints alone (m = 0): no inequality block
         elif constrained:
             kwargs["constraints"] = [
                 optimize.NonlinearConstraint(g, -np.inf, 0.0, jac=lambda x: derivatives(x)[1], **extra)
@@ -1233,9 +1236,10 @@ class _FDPeer(_ScipyPeer):
             raise InvalidParameterError(f"rel_step must be below 1, got {self.rel_step}")
 
     def _target(
-        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any], m_eq: int = 0
+        self, x0: Array, bounds: tuple[Array, Array] | None, constrained: bool, options: dict[str, Any], m_eq: int = 0,
+        inequalities: bool = True,
     ) -> _Run:
-        return _fd_minimize(self.method, x0, bounds, constrained, options, self.rel_step, m_eq)
+        return _fd_minimize(self.method, x0, bounds, constrained, options, self.rel_step, m_eq, inequalities)
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ def constraint_values(problem: Any, x: Array) -> Array:
     the reports use it up to one block of the full pass, and :func:`max_violation_full` above)."""
     m = int(problem.m)
     parts = [np.asarray(problem.constraints(x[None, :], idx), dtype=np.float64).reshape(-1) for idx in _blocks(m)]
-    return np.concatenate(parts)
+    return np.concatenate(parts) if parts else np.zeros(0)  # m = 0: equality constraints alone
 
 
 def _constraint_grads(problem: Any, x: Array) -> tuple[Callable[[IntArray], Array], str]:
@@ -270,6 +270,11 @@ def kkt_report(
     grad h_l||``, ``eps2`` and ``max_violation`` include ``|h_l(x)|``. Without ``multipliers``, ``alpha`` and
     ``mu`` are fitted together (NNLS with the columns ``+grad h_l`` and ``-grad h_l``); with ``multipliers``,
     ``equality_multipliers`` (length ``m_eq``) must be given too.
+
+    Box bounds (``problem.feasible_set`` with ``lower`` / ``upper``, e.g. ``Constrained(..., bounds=...)``)
+    within ``active_tol`` of ``x`` are active rows ``-e_i`` / ``+e_i`` whose multipliers ``nu >= 0`` join the
+    fit (``eps1 = ||grad f0 + J^T alpha + J_h^T mu + B^T nu||``); with given ``multipliers`` the bounds take
+    no multiplier.
     """
     if getattr(problem, "kind", None) != "constrained":
         raise InvalidInputError(f"kkt_report needs a constrained problem, got kind={getattr(problem, 'kind', None)!r}")
@@ -285,8 +290,12 @@ def kkt_report(
     m_eq = int(getattr(problem, "m_eq", 0) or 0)
     grad_norm = float(np.linalg.norm(g0))
     mu, h = np.zeros(0), np.zeros(0)
-    if m_eq:  # the equalities' part of the Lagrangian's gradient joins grad f0; alpha is fitted (or given) as before
-        mu, h, g0 = _equality_part(problem, xv, g0, cgrads, multipliers, equality_multipliers, active_tol, max_active, block)
+    bounds = _active_bound_rows(problem, xv, active_tol) if multipliers is None else np.zeros((0, xv.shape[0]))
+    if m_eq or bounds.shape[0]:  # the equalities' (and active bounds') part of the Lagrangian's gradient joins grad
+        # f0; alpha is fitted (or given) as before
+        mu, h, g0 = _equality_part(
+            problem, xv, g0, cgrads, multipliers, equality_multipliers, active_tol, max_active, block, bounds
+        )
     if m <= block:
         mult = multipliers
         if multipliers is not None and multiplier_indices is not None:
@@ -353,17 +362,44 @@ def kkt_report(
     )
 
 
+def _active_bound_rows(problem: Any, x: Array, active_tol: float) -> Array:
+    """The outward normals ``(k, d)`` of the box bounds (``problem.feasible_set``'s ``lower`` / ``upper``) within
+    ``active_tol`` of ``x``: ``-e_i`` at a lower bound, ``+e_i`` at an upper one (none without a box)."""
+    d = x.shape[0]
+    fs = getattr(problem, "feasible_set", None)
+    lo, hi = getattr(fs, "lower", None), getattr(fs, "upper", None)
+    if lo is None or hi is None:
+        return np.zeros((0, d))
+    lo = np.broadcast_to(np.asarray(lo, dtype=np.float64), (d,))
+    hi = np.broadcast_to(np.asarray(hi, dtype=np.float64), (d,))
+    at_lo = np.flatnonzero(np.isfinite(lo) & (lo - x >= -active_tol))
+    at_hi = np.flatnonzero(np.isfinite(hi) & (x - hi >= -active_tol))
+    rows = np.zeros((at_lo.size + at_hi.size, d))
+    rows[np.arange(at_lo.size), at_lo] = -1.0
+    rows[at_lo.size + np.arange(at_hi.size), at_hi] = 1.0
+    return rows
+
+
 def _equality_part(
     problem: Any, x: Array, g0: Array, cgrads: Callable[[IntArray], Array], multipliers: Array | None,
     equality_multipliers: Array | None, active_tol: float, max_active: int | None, block: int,
+    bounds: Array | None = None,
 ) -> tuple[Array, Array, Array]:
-    """``(mu, h(x), grad f0 + J_h^T mu)`` for :func:`kkt_report`: ``mu`` given, or fitted together with the
-    inequalities' ``alpha`` over the same nearly active set (NNLS, ``mu = u+ - u-``); with ``mu`` fixed at the
-    joint fit, the report's own fit of ``alpha`` reaches the joint minimum of ``eps1``."""
-    m_eq = int(problem.m_eq)
+    """``(mu, h(x), grad f0 + J_h^T mu + B^T nu)`` for :func:`kkt_report`: ``mu`` given, or fitted together with
+    the inequalities' ``alpha`` over the same nearly active set (NNLS, ``mu = u+ - u-``); with ``mu`` fixed at the
+    joint fit, the report's own fit of ``alpha`` reaches the joint minimum of ``eps1``. ``bounds``: the rows
+    ``B`` of the active box bounds (:func:`_active_bound_rows`), whose multipliers ``nu >= 0`` join the same fit
+    (when the multipliers are fitted)."""
+    d = x.shape[0]
+    B = np.zeros((0, d)) if bounds is None else bounds
+    m_eq = int(getattr(problem, "m_eq", 0) or 0)
     ids = np.arange(m_eq, dtype=np.intp)
-    h = np.asarray(problem.equalities(x[None, :], ids), dtype=np.float64).reshape(-1)
-    Jh = central_difference_gradient(lambda X: np.asarray(problem.equalities(X, ids), dtype=np.float64), x)
+    if m_eq:
+        h = np.asarray(problem.equalities(x[None, :], ids), dtype=np.float64).reshape(-1)
+        Jh = central_difference_gradient(lambda X: np.asarray(problem.equalities(X, ids), dtype=np.float64), x)
+    else:
+        h, Jh = np.zeros(0), np.zeros((0, d))
+    nu = np.zeros(B.shape[0])
     if multipliers is not None:
         if equality_multipliers is None:
             raise InvalidInputError(
@@ -378,10 +414,12 @@ def _equality_part(
         top = int(problem.m) if max_active is None else int(max_active)
         full = max_violation_full(problem, x, block=block, tol=floor, top=top)
         active = full.top_indices[full.top_values >= -active_tol]
-        G = cgrads(active) if active.size else np.zeros((0, x.shape[0]))
-        u = fit_multipliers(g0, np.vstack([G, Jh, -Jh]))
-        mu = u[active.size : active.size + m_eq] - u[active.size + m_eq :]
-    out: Array = g0 + Jh.T @ mu
+        G = cgrads(active) if active.size else np.zeros((0, d))
+        u = fit_multipliers(g0, np.vstack([G, Jh, -Jh, B]))
+        k = active.size
+        mu = u[k : k + m_eq] - u[k + m_eq : k + 2 * m_eq]
+        nu = u[k + 2 * m_eq :]
+    out: Array = g0 + Jh.T @ mu + B.T @ nu
     return mu, h, out
 
 
@@ -493,6 +531,11 @@ def penalty_report(
         raise InvalidInputError("penalty_report needs a constrained problem")
     if not (beta > 0 and lam > 0):
         raise InvalidInputError(f"beta and lambda must be > 0, got beta={beta}, lambda={lam}")
+    if int(problem.m) < 1:
+        raise InvalidInputError(
+            "penalty_report measures the papers' penalty minimax over the inequality constraints, and this problem has "
+            f"none (m = 0, equality constraints alone: m_eq = {int(getattr(problem, 'm_eq', 0) or 0)}); use kkt_report"
+        )
     from zoframe.sets import project_simplex
 
     block = _check_block(block)

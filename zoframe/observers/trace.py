@@ -93,7 +93,8 @@ class TraceRecorder:
     """Records a row every ``every`` iterations (``0``: only the first and the last iterate).
 
     ``measure(outputs, monitor)`` is the problem's ``measures`` (``None``: no measures, the trace
-    holds ``iteration``, ``calls`` and ``seconds``). ``listeners`` see each recorded row with its
+    holds ``iteration``, ``calls`` and ``seconds``); a solver with ``trace_row(state)`` adds its own
+    columns (e.g. ``phase``), read from its state without evaluations. ``listeners`` see each recorded row with its
     point (the best-point tracker). A non-finite iterate is never measured: the record stops the
     run with ``DIVERGED`` instead.
     """
@@ -153,7 +154,9 @@ class TraceRecorder:
                     self.budget.close(self.budget.spent - spent, first=not self.columns["iteration"])
         columns = self.columns
         n_prev = len(columns["iteration"])
-        for key in ms:
+        own = loop.solver_row()  # the solver's columns (its phase): no evaluation, not a measure
+        row = {**ms, **own} if own else ms
+        for key in row:
             if key not in columns:
                 columns[key] = [math.nan] * n_prev
         for key, col in columns.items():
@@ -164,7 +167,7 @@ class TraceRecorder:
             elif key == "seconds":
                 col.append(loop.seconds)
             else:
-                col.append(ms.get(key, math.nan))
+                col.append(row.get(key, math.nan))
         for listener in self.listeners:
             listener.seen(ms, outs["x"])
         loop.row = loop.measures = ms
