@@ -118,6 +118,16 @@ def test_budget_in_full_evaluation_units(tmp_path: Path) -> None:
     assert res.ran == 7
 
 
+def test_budget_in_full_evaluations_per_variable(tmp_path: Path) -> None:
+    code = main(["bench", "smoke", "--solvers", "cobyla", "--budget", "3", "--budget-unit", "full-per-dim",
+                 "--no-plots", "--quiet", "--no-verify", "--out", str(tmp_path)])
+    assert code == 0
+    with BenchStore(tmp_path / "bench.sqlite") as db:
+        rows = [r for r in db.rows() if r.ran]
+    assert rows and all(r.task.budget == 3 * r.dim * (r.n + r.m) for r in rows)
+    assert len({r.dim for r in rows}) > 1  # the budget follows each instance's dimension
+
+
 def test_bad_requests_are_clear(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="budget_unit"):
         run("smoke", ["cobyla"], budget_unit="points", out=tmp_path, progress=False)

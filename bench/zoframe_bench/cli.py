@@ -19,9 +19,10 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                                   "module:attr or path/to/file.py:attr (a problem, a factory, or a list / dict of them)")
     p.add_argument("--solvers", default="", help="comma-separated solver names, e.g. zo-sgd,cobyla,nelder-mead")
     p.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (instance, solver) (1)")
-    p.add_argument("--budget", type=int, default=1000, help="max_calls per run (1000)")
-    p.add_argument("--budget-unit", choices=("raw", "full"), default="raw",
-                   help="raw component evaluations, or full-evaluation equivalents (n + m raw each) (raw)")
+    p.add_argument("--budget", type=int, default=1000, help="max_calls per run, in --budget-unit (1000)")
+    p.add_argument("--budget-unit", choices=("raw", "full", "full-per-dim"), default="raw",
+                   help="raw component evaluations, full-evaluation equivalents (n + m raw each), or full evaluations "
+                        "per variable (d (n + m) raw each: --budget 100 --budget-unit full-per-dim is a budget of 100 d) (raw)")
     p.add_argument("--suite-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="argument of the suite, repeatable (e.g. --suite-arg dim=20); values are JSON or text")
     p.add_argument("--param", action="append", default=[], metavar="SOLVER.KEY=VALUE",

@@ -52,10 +52,12 @@ from zoframe.registry import Registry, default_registry
 from zoframe.specs import SuiteInstance
 from zoframe_bench.store import BenchStore, RunRow, Task
 
-__all__ = ["DEFAULT_TIME_LIMIT", "BenchOutcome", "execute", "make_tasks", "run"]
+__all__ = ["BUDGET_UNITS", "DEFAULT_TIME_LIMIT", "BenchOutcome", "execute", "make_tasks", "run"]
 
 #: seconds one run may take before the bench stops it and stores a TIMEOUT row
 DEFAULT_TIME_LIMIT = 600.0
+#: the units of a bench budget: raw evaluations, full evaluations (n + m raw), full evaluations per variable (d (n + m) raw)
+BUDGET_UNITS = ("raw", "full", "full-per-dim")
 #: seconds past ``1.1 * time_limit`` after which a worker that did not stop its run is killed (the
 #: worker's own time also covers building the instance and importing the solver)
 _GRACE = 5.0
@@ -133,9 +135,11 @@ def make_tasks(
 ) -> list[Task]:
     """The grid: every instance of ``suite`` x every solver x every seed.
 
-    ``budget`` is in raw component evaluations (``budget_unit="raw"``) or in full-evaluation
+    ``budget`` is in raw component evaluations (``budget_unit="raw"``), in full-evaluation
     equivalents (``"full"``: ``budget * (n + m)`` raw evaluations for an instance with ``n``
-    components and ``m`` constraints). ``seeds``: a count (seeds ``0..N-1``) or the seeds themselves.
+    components and ``m`` constraints), or in full evaluations per variable (``"full-per-dim"``:
+    ``budget * d * (n + m)`` raw evaluations in dimension ``d``, the "budget 100 d" of the
+    benchmarking literature). ``seeds``: a count (seeds ``0..N-1``) or the seeds themselves.
     ``params``: hyper-parameters per solver name. ``history_every=0``: about 500 history rows per run.
     """
     reg = registry or default_registry()
@@ -143,8 +147,11 @@ def make_tasks(
         raise InvalidInputError("give at least one solver (e.g. solvers=['zo-sgd', 'cobyla'])")
     for name in solvers:
         reg.solver(name)  # unknown names fail here, with the list of known ones
-    if budget_unit not in ("raw", "full"):
-        raise InvalidInputError(f"budget_unit must be 'raw' or 'full', got {budget_unit!r}")
+    if budget_unit not in BUDGET_UNITS:
+        raise InvalidInputError(
+            f"budget_unit must be one of {', '.join(map(repr, BUDGET_UNITS))} (raw evaluations, full evaluations, "
+            f"full evaluations per variable), got {budget_unit!r}"
+        )
     if not isinstance(budget, (int, np.integer)) or isinstance(budget, bool) or budget < 1:
         raise InvalidInputError(f"budget must be a positive integer, got {budget!r}")
     if isinstance(seeds, bool):
@@ -167,8 +174,7 @@ def make_tasks(
         _check_params(reg, name, extra.get(name, {}))
     tasks = []
     for inst in _instances(suite, args, reg):
-        cost = _unit(inst)
-        raw = int(budget) * (cost if budget_unit == "full" else 1)
+        raw = int(budget) * _unit(inst, budget_unit)
         every = history_every or max(1, raw // 500)
         for name in solvers:
             for seed in seed_list:
@@ -177,11 +183,15 @@ def make_tasks(
     return tasks
 
 
-def _unit(inst: SuiteInstance) -> int:
-    """Raw evaluations of one full evaluation: ``n`` components plus ``m`` constraints."""
+def _unit(inst: SuiteInstance, budget_unit: str = "full") -> int:
+    """Raw evaluations of one unit of budget: 1 (``"raw"``), one full evaluation (``"full"``: ``n``
+    components plus ``m`` constraints) or ``d`` full evaluations (``"full-per-dim"``)."""
+    if budget_unit == "raw":
+        return 1
     prob = inst.build()
     m = int(getattr(prob, "m", 0)) if getattr(prob, "kind", "") == "constrained" else 0
-    return int(getattr(prob, "n", 1)) + m
+    full = int(getattr(prob, "n", 1)) + m
+    return full * int(prob.dim) if budget_unit == "full-per-dim" else full
 
 
 def _finite(v: Any) -> Any:
