@@ -111,9 +111,12 @@ def test_continuation_raises_beta_until_the_violation_is_small() -> None:
     alone = {"small_problem": 0, "penalty_share": 0.99}
     on = zoframe.minimize(_scaled(1.0), "adszog", rng=1, max_calls=20_000, beta=1e-3, **alone)
     assert on.success and on.max_violation is not None and on.max_violation <= 1e-6
+    assert "the penalty phase was stationary" in on.message  # within restore_band of the feasible set
     off = zoframe.minimize(_scaled(1.0), "adszog", rng=1, max_calls=20_000, beta=1e-3, continuation=False, **alone)
-    assert not off.success  # the penalty is too weak to bring the iterate near the boundary
-    assert "stationarity test passed" not in off.message
+    # the penalty is too weak to bring the iterate near the boundary: the penalty phase stops outside the band; the
+    # restoration and the precision phase still take the run to a certified point instead of ending it there
+    assert "not within restore_band" in off.message
+    assert off.success and off.max_violation is not None and off.max_violation <= 1e-6
 
 
 def test_bounds_are_kept_by_projection_and_every_evaluated_point_is_inside() -> None:

@@ -18,14 +18,21 @@ points), the QP holds each as two rows of opposite signs (so its multiplier ``mu
 the elastic variable relaxes both by ``xi |h_l|``, and the violation of the merit, of the stopping
 test and of the best feasible point is ``max(max_j g_j, max_l |h_l|)``.
 
+Scaling. The phase works in scaled variables ``z = x / c`` with one scale per variable, fixed when it starts
+(:func:`variable_scales`): ``c_i = max(1, |x0_i|)``, or the width ``hi_i - lo_i`` of the box where that is finite
+and narrower. ``B``, the QP, the step bound ``Delta`` and the second-order probe live in ``z``; the difference
+step of coordinate ``i`` is ``eps^(1/3) max(c_i, |x_i|)``. Multiplying a variable (with its bounds and its start)
+by a constant therefore changes no decision of the phase, when the variable's scale shows in its start or its
+box. The stopping tests stay in ``x``, the problem's own units.
+
 One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
 
     P1  W = {j : lambda_j > 0 at the last QP} + the top-K constraints of the last full pass
     P2  grad f (all n components) and J_W by central differences: one objective call over 2d
         points, one constraint call over 2d + 1 points (g_W at x too), all inside the bounds
-    P3  damped BFGS update of B with s = x - x_prev, y = grad L(x, lam) - grad L(x_prev, lam)
-    P4  QP:  min 1/2 p^T B p + grad f^T p  s.t.  g_W + J_W p <= 0,  lo <= x + p <= hi,  |p|_inf <= Delta
-        (elastic variable xi in [0, 1] on the violated rows when it is inconsistent)
+    P3  damped BFGS update of B (in z) with s = (x - x_prev) / c, y = c * (grad L(x, lam) - grad L(x_prev, lam))
+    P4  QP in z:  min 1/2 q^T B q + (c grad f)^T q  s.t.  g_W + J_W (c q) <= 0,  lo <= x + c q <= hi,
+        |q|_inf <= Delta;  p = c q  (elastic variable xi in [0, 1] on the violated rows when it is inconsistent)
     P5  stop (CONVERGED) when the max violation over all m constraints (full pass) is <= violation_tol,
         the KKT residual |grad f + J_W^T lam + bounds| <= kkt_tol max(1, |grad f|_inf), and the step
         |p|_inf <= xtol max(1, |x|_inf) or the predicted change |grad f^T p| + sum lam_j |g_j| <=
@@ -33,12 +40,16 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
     P5b at such a point, a second-order probe: x +- t v along two random directions v in the null space of
         the active gradients; a feasible probe point with a lower objective (a saddle, a maximum along the
         boundary) is taken as the next iterate and the phase goes on
-    P6  line search on the merit f + rho max(0, max_j g_j) (rho >= 1.5 sum lam): each trial is one
-        objective pass over the n components and one blocked value-only pass over all m constraints
+    P6  line search on the merit f + rho max(0, max_j g_j) (rho >= 1.5 sum lam, and large enough for p to
+        descend on the merit when the linearisation removes violation): each trial is one objective pass
+        over the n components and one blocked value-only pass over all m constraints
         (:func:`zoframe.measures.max_violation_full`, keeping the top K values for the next W)
+    P6b when the full step is rejected, a second-order correction: the least-norm move (in z) back onto the
+        linearisation of the active rows at x + p, tried once before the step is shortened (the Maratos effect)
 
 Cost of an iteration: ``2 d n + (2 d + 1)|W|`` for the gradients plus ``n + m`` per trial point
-(usually one): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
+(usually one) and ``|A| + m_eq`` values for a second-order correction (``A`` the active rows, at most
+one per iteration): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
 SQP over all constraints; memory ``O(|W| d + d^2)`` besides the blocks of the pass. Every evaluation
 goes through the counting oracle under the purpose ``"precision"``.
 """
@@ -59,10 +70,10 @@ from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, IntArray
 from zoframe_constrained.ldp import nnls
 
-__all__ = ["PrecisionSettings", "PrecisionState", "iteration_cost", "precision_start", "precision_step"]
+__all__ = ["PrecisionSettings", "PrecisionState", "iteration_cost", "precision_start", "precision_step", "variable_scales"]
 
 _EPS = float(np.finfo(np.float64).eps)
-#: central-difference step relative to max(1, |x_i|): balances truncation and rounding (about 1e-10 accuracy)
+#: central-difference step relative to max(c_i, |x_i|) (c the scales): balances truncation and rounding (about 1e-10 accuracy)
 _H = _EPS ** (1.0 / 3.0)
 #: at most this many trial points per line search
 _TRIALS = 10
@@ -114,10 +125,11 @@ class PrecisionState:
     gL_prev: Array  # grad L(x_prev, lam) (empty before the first step)
     s_prev: Array  # x - x_prev (empty before the first step)
     best_x: Array  # the best point with max violation <= violation_tol (empty: none yet)
+    scale: Array  # the variables' scales c (x = c * z): B, the QP, the step bound and s_prev live in z
     best_f: float = math.inf
     best_v: float = math.inf
     rho: float = 0.0
-    delta: float = 1.0  # the step bound |p|_inf <= delta
+    delta: float = 1.0  # the step bound |p / c|_inf <= delta (scaled units)
     it: int = 0
     fails: int = 0
     status: int = RUNNING
@@ -135,7 +147,7 @@ class PrecisionState:
     def violation(self) -> float:
         return max(self.vmax, 0.0)
 
-    _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "mu", "gL_prev", "s_prev", "best_x")
+    _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "mu", "gL_prev", "s_prev", "best_x", "scale")
     _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "status", "kkt", "step", "working", "cost",
                 "spent", "elastic", "dropped", "before", "probes")  # fmt: skip
 
@@ -163,6 +175,17 @@ def _bounds(oracle: CountingOracle) -> tuple[Array, Array]:
     lo_v = np.broadcast_to(np.asarray(-math.inf if lo is None else lo, dtype=np.float64), (d,)).copy()
     hi_v = np.broadcast_to(np.asarray(math.inf if hi is None else hi, dtype=np.float64), (d,)).copy()
     return lo_v, hi_v
+
+
+def variable_scales(x0: Array, lo: Array, hi: Array) -> Array:
+    """The diagonal scaling ``c`` of the phase (``x = c * z``): ``max(1, |x0_i|)``, or the box width ``hi_i - lo_i``
+    where that is finite and narrower. Everything the phase measures in a length of its own (the quasi-Newton
+    matrix, the QP, the step bound, the second-order probe, the difference steps) is in the scaled variables
+    ``z``, so that multiplying a variable by a constant (together with its bounds) changes nothing."""
+    mag = np.maximum(1.0, np.abs(x0))
+    width = hi - lo
+    narrow = np.isfinite(width) & (width > 0.0) & (width < mag)
+    return np.where(narrow, width, mag)
 
 
 def _inside(oracle: CountingOracle, X: Array) -> Array:
@@ -204,19 +227,22 @@ def precision_start(
     lam_idx = np.zeros(0, dtype=np.intp) if active is None else np.unique(np.asarray(active, dtype=np.intp))
     d = x.shape[0]
     feasible = max(vmax, 0.0) <= settings.violation_tol
+    scale = variable_scales(x, *_bounds(oracle))
     return PrecisionState(
         x=x, fx=fx, vmax=vmax, cand=cand, B=np.eye(d), lam_idx=lam_idx, lam=np.zeros(lam_idx.shape[0]), mu=np.zeros(oracle.m_eq),
         gL_prev=np.zeros(0), s_prev=np.zeros(0), best_x=x.copy() if feasible else np.zeros(0),
-        best_f=fx if feasible else math.inf, best_v=vmax if feasible else math.inf, delta=10.0 * max(1.0, float(np.abs(x).max(initial=0.0))),
+        best_f=fx if feasible else math.inf, best_v=vmax if feasible else math.inf, scale=scale,
+        delta=10.0 * max(1.0, float(np.abs(x / scale).max(initial=0.0))),
         spent=oracle.calls - spent0, before=spent0,
     )  # fmt: skip
 
 
-def _gradients(oracle: CountingOracle, x: Array, W: IntArray) -> tuple[Array, Array, Array]:
+def _gradients(oracle: CountingOracle, x: Array, W: IntArray, scale: Array) -> tuple[Array, Array, Array]:
     """P2: ``(grad f, g_W(x), J_W)`` by central differences inside the bounds (one call per kind); with
-    equality constraints their rows follow those of ``W`` in ``g_W`` and ``J_W`` (one more call)."""
+    equality constraints their rows follow those of ``W`` in ``g_W`` and ``J_W`` (one more call). The step
+    of coordinate ``i`` is ``eps^(1/3) max(c_i, |x_i|)``, relative to its scale ``c_i``."""
     d = x.shape[0]
-    h = _H * np.maximum(1.0, np.abs(x))
+    h = _H * np.maximum(scale, np.abs(x))
     E = np.diag(h)
     P = _inside(oracle, np.vstack([x + E, x - E]))
     span = np.maximum(np.diagonal(P[:d]) - np.diagonal(P[d:]), 1e-300)  # one-sided at a bound
@@ -365,7 +391,8 @@ def precision_step(
     remaining = oracle.remaining
     if remaining is not None and remaining < iteration_cost(oracle, int(W.shape[0])):
         return dataclasses.replace(st, status=BUDGET)
-    grad, gA, JA = _gradients(oracle, x, W)  # P2 (the equality rows after those of W)
+    c = st.scale  # x = c * z: B, the QP, the step bound and s_prev are in z
+    grad, gA, JA = _gradients(oracle, x, W, c)  # P2 (the equality rows after those of W)
     if not (np.isfinite(grad).all() and np.isfinite(JA).all()):
         raise NonFiniteValueError("the precision phase's difference gradients are not finite at the iterate")
     nI = W.shape[0]
@@ -374,20 +401,23 @@ def precision_step(
     if st.s_prev.shape[0]:  # P3: grad L at x with the last multipliers (their constraints are in W)
         gL = grad + J[np.searchsorted(W, st.lam_idx)].T @ st.lam if st.lam_idx.shape[0] else grad
         gL = gL + Jh.T @ st.mu if st.mu.shape[0] else gL
-        B = _bfgs(B, st.s_prev, gL - st.gL_prev, first=st.it == 1)
+        B = _bfgs(B, st.s_prev, c * gL - st.gL_prev, first=st.it == 1)
     lo, hi = _bounds(oracle)
     neq = hx.shape[0]
+    gz, JAz = c * grad, JA * c[None, :]  # the gradients with respect to z
     try:
-        qp = _subproblem(B, grad, gA, JA, x, lo, hi, st.delta, neq)  # P4
+        qp = _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, st.delta, neq)  # P4 (in z)
     except np.linalg.LinAlgError:
         B = np.eye(d) * max(1.0, float(np.abs(np.diagonal(B)).max()))
-        qp = _subproblem(B, grad, gA, JA, x, lo, hi, st.delta, neq)
-    p = qp.p
+        qp = _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, st.delta, neq)
+    p = c * qp.p  # the step in x
+    step_z = float(np.abs(qp.p).max(initial=0.0))
     pos = qp.lam_W > 0
     lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
-    # P5: the KKT residual with the QP's multipliers (W rows, equalities, real bounds), the step, the predicted change
+    # P5: the KKT residual with the QP's multipliers (W rows, equalities, real bounds), the step, the predicted change,
+    # all in x (the problem's own units)
     gL_x = grad + J[pos].T @ lam + Jh.T @ mu
-    resid = gL_x + qp.lam_box
+    resid = gL_x + qp.lam_box / c
     gscale = max(1.0, float(np.abs(grad).max()))
     kkt = float(np.abs(resid).max()) / gscale
     step = float(np.abs(p).max(initial=0.0))
@@ -399,7 +429,7 @@ def precision_step(
         found = None
         if rng is not None and st.probes < _PROBES:  # P5b: is it a minimum along the active constraints?
             A = np.vstack([J[pos], Jh, np.eye(d)[qp.lam_box != 0.0]])
-            found = _probe(oracle, x, st.fx, A, settings, rng, K)
+            found = _probe(oracle, x, st.fx, A, settings, rng, K, c)
         if found is not None:  # a better feasible point next to a KKT point that is no minimum: go on from there
             trial, ft, vt, cand = found
             spent = oracle.calls - spent0
@@ -411,10 +441,14 @@ def precision_step(
         spent = oracle.calls - spent0
         return dataclasses.replace(st, status=CONVERGED, lam_idx=lam_idx, lam=lam, mu=mu, B=B, cost=spent,
                                    spent=st.spent + spent, **base)  # fmt: skip
+    act = pos | (gW + J @ p >= -settings.violation_tol)  # the rows active in the QP (for P6b)
     # P6: the merit f + rho max(0, max_j g_j, max_l |h_l|), rho above the l1 norm of the multipliers
     rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))
     lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
     lin = max(lin, float(np.max(np.abs(hx + Jh @ p), initial=0.0)))
+    cut = st.violation - max(lin, 0.0)  # the violation the linearisation removes
+    if cut > 0.0:  # rho large enough for p to descend on the merit (Nocedal & Wright, (18.36))
+        rho = max(rho, (float(grad @ p) + 0.5 * float(qp.p @ B @ qp.p)) / (0.5 * cut))
     phi0 = st.fx + rho * st.violation
     D = float(grad @ p) - rho * (st.violation - max(lin, 0.0))
     alpha = 1.0
@@ -432,6 +466,10 @@ def precision_step(
         if phit <= phi0 + 1e-4 * alpha * D:
             accepted = (trial, ft, vt, cand, cval)
             break
+        if alpha == 1.0 and math.isfinite(ft) and math.isfinite(vt) and (act.any() or neq):  # P6b: second-order correction
+            accepted = _soc(oracle, x, trial, c, W[act], J[act], Jh, K, rho, phi0 + 1e-4 * D)
+            if accepted is not None:
+                break
         if math.isfinite(phit):  # quadratic interpolation, kept in [0.1, 0.5] of the last step
             denom = 2.0 * (phit - phi0 - D * alpha)
             a_new = -D * alpha * alpha / denom if denom > 0 else 0.5 * alpha
@@ -445,12 +483,12 @@ def precision_step(
         B_new = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))) if fails > 1 else B
         return dataclasses.replace(
             st, B=B_new, rho=rho, fails=fails, status=status, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=np.zeros(0),
-            s_prev=np.zeros(0), delta=max(0.1 * st.delta, step * 0.1) if step > 0 else st.delta, cost=spent,
+            s_prev=np.zeros(0), delta=max(0.1 * st.delta, step_z * 0.1) if step_z > 0 else st.delta, cost=spent,
             spent=st.spent + spent, **base,
         )  # fmt: skip
     trial, ft, vt, cand, cval = accepted
-    s = trial - x
-    delta = st.delta * 2.0 if alpha == 1.0 and step >= 0.5 * st.delta else st.delta
+    s = (trial - x) / c
+    delta = st.delta * 2.0 if alpha == 1.0 and step_z >= 0.5 * st.delta else st.delta
     best_x, best_f, best_v = st.best_x, st.best_f, st.best_v
     if max(vt, 0.0) <= settings.violation_tol and ft < best_f:
         best_x, best_f, best_v = trial.copy(), ft, vt
@@ -459,23 +497,55 @@ def precision_step(
         status = DIVERGED
     dropped = int(K < oracle.m and cval.shape[0] == K and K > 0 and bool(cval[-1] > 0))  # more violated than K
     return dataclasses.replace(
-        st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=gL_x, s_prev=s,
+        st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=c * gL_x, s_prev=s,
         best_x=best_x, best_f=best_f, best_v=best_v, rho=rho, delta=delta, fails=0, status=status, cost=spent,
         spent=st.spent + spent, dropped=dropped, **base,
     )  # fmt: skip
 
 
+def _soc(
+    oracle: CountingOracle, x: Array, trial: Array, c: Array, act: IntArray, J: Array, Jh: Array, k: int, rho: float,
+    bound: float,
+) -> tuple[Array, float, float, IntArray, Array] | None:
+    """P6b, a second-order correction of a rejected full step (Fletcher; Nocedal & Wright, sec. 18.3): the
+    least-norm step ``q`` (in ``z``) with ``J_A c q = -g_A(x + p)`` on the active rows ``A`` (the constraints with a
+    positive multiplier and the equalities) brings the curvature of the constraints back, which the linearisation
+    left out (the Maratos effect). The corrected point is taken when its merit is ``<= bound``. Cost: ``|A|`` (and
+    ``m_eq``) constraint values at ``x + p``, then ``n + m`` at the corrected point."""
+    parts = []
+    if act.shape[0]:
+        parts.append(np.asarray(oracle.constraints(trial[None, :], act, purpose="precision"), dtype=np.float64)[0])
+    if oracle.m_eq:
+        parts.append(np.asarray(oracle.equalities(trial[None, :], None, purpose="precision"), dtype=np.float64)[0])
+    r = np.concatenate(parts)
+    A = np.vstack([J, Jh]) * c[None, :]
+    if not (np.isfinite(r).all() and np.isfinite(A).all()):
+        return None
+    q = np.linalg.lstsq(A, -r, rcond=None)[0]
+    corrected = _inside(oracle, (trial + c * q)[None, :])[0]
+    try:
+        ft = float(_objective(oracle, corrected[None, :])[0])
+        vt, cand, cval = _pass(oracle, corrected, k)
+    except NonFiniteValueError:
+        return None
+    if ft + rho * max(vt, 0.0) <= bound:
+        return corrected, ft, vt, cand, cval
+    return None
+
+
 def _probe(
-    oracle: CountingOracle, x: Array, fx: float, A: Array, settings: PrecisionSettings, rng: np.random.Generator, k: int
+    oracle: CountingOracle, x: Array, fx: float, A: Array, settings: PrecisionSettings, rng: np.random.Generator, k: int,
+    c: Array,
 ) -> tuple[Array, float, float, IntArray] | None:
-    """P5b, a second-order probe at a KKT point: ``x +- t v`` for two random unit directions ``v`` in the null
-    space of the active gradients ``A`` (``t = 10^-2 max(1, |x|_inf)``, inside the bounds). A probe point whose
+    """P5b, a second-order probe at a KKT point: ``x +- t c v`` for two random unit directions ``v`` in the null
+    space of the active gradients with respect to ``z = x / c`` (the rows of ``A c``; ``t = 10^-2 max(1, |x / c|_inf)``,
+    inside the bounds). A probe point whose
     objective is below ``f(x) - 10^-12 max(1, |f(x)|)`` and whose max violation over all ``m`` (a full pass)
     is ``<= violation_tol`` shows that ``x`` is no local minimum (a saddle, a maximum along the boundary):
     it is returned with its values. Cost: ``4 n`` plus ``m`` per lower probe point checked."""
     d = x.shape[0]
     if A.shape[0]:
-        _, sv, Vt = np.linalg.svd(A)
+        _, sv, Vt = np.linalg.svd(A * c[None, :])
         rank = int((sv > 1e-10 * max(float(sv.max(initial=0.0)), 1e-300)).sum())
         null = Vt[rank:].T
     else:
@@ -484,7 +554,8 @@ def _probe(
         return None
     V = null @ rng.standard_normal((null.shape[1], 2))
     V /= np.maximum(np.linalg.norm(V, axis=0), 1e-300)
-    t = 1e-2 * max(1.0, float(np.abs(x).max()))
+    V = c[:, None] * V
+    t = 1e-2 * max(1.0, float(np.abs(x / c).max()))
     P = _inside(oracle, np.vstack([x + t * V.T, x - t * V.T]))
     F = _objective(oracle, P)
     for i in np.argsort(F):

@@ -895,12 +895,15 @@ class _PenaltyMinimax(SolverBase):
         )
         if violation > self.tol and rounds >= self.restore_rounds:  # never end worse than the best round
             out = dataclasses.replace(out, x=best[0], violation=float(best[1]))
-        if self.auto and bool(st.restore_final) and bool(st.stationary) and (
+        spare = not self.reserve_reached(oracle)  # more budget left than the restoration's reserve
+        if self.auto and bool(st.restore_final) and (bool(st.stationary) or spare) and (
             violation <= self.tol or rounds >= self.restore_rounds
         ):
             why = (
                 f"the penalty phase was stationary after {int(st.t)} steps and the restoration reached max violation "
-                f"{float(out.violation):.2g} in {rounds} round(s)"
+                f"{float(out.violation):.2g} in {rounds} round(s)" if bool(st.stationary) else
+                f"the penalty phase stopped after {int(st.t)} steps (stationary but not within restore_band of the "
+                f"feasible set) and the restoration reached max violation {float(out.violation):.2g} in {rounds} round(s)"
             )
             out = self.to_precision(oracle, out, out.x, active, why)
         res: StateT = out
