@@ -22,6 +22,15 @@ that flag (``unflagged_divergence``, the figure that must be 0), and how many cl
 
 Prints one final JSON line. ``--verbose`` adds one line per problem on stderr.
 
+The same budgets through the benchmark lab (every solver through the counting oracle, the lab's own
+test of a solved run: ``f(x) <= f_L + tau (f(x0) - f_L)`` and max violation ``<= 1e-3``)::
+
+    zoframe bench constrained-small --solvers adszog,dszog,cobyla,cobyqa,slsqp-fd --seeds 3 \
+        --budget 100 --budget-unit full-per-dim
+
+(``--budget-unit full-per-dim``: ``budget * d`` full evaluations, ``budget * d * (1 + m)`` oracle calls,
+as here).
+
     python benchmarks/constrained_suite.py [--budget-per-dim 2000] [--seeds 3] [--jobs 2]
         [--solvers adszog,dszog,cobyla,cobyqa,slsqp-fd] [--only hs010,hs011]
 """
