@@ -334,3 +334,30 @@ def test_a_constraint_as_far_as_a_narrow_box_is_wide_is_not_active() -> None:
     assert certify(CountingOracle(tp.problem()), x_star).passed
     bad = certify(CountingOracle(tp.problem()), off)
     assert not bad.passed and bad.residual > DEFAULT_TOL
+
+
+@pytest.mark.parametrize("scales", [(1.0, 1.0, 1.0), (1e-3, 1.0, 1e4), (1e4, 1e-3, 1e2)])
+def test_variables_of_very_different_scales_do_not_pass_on_each_other(scales: tuple[float, float, float]) -> None:
+    """The same problem in ``x = D z``: the optimum is certified, points far from it are not (the global norms
+    alone certified these points, on the small variable's curvature, for the two scaled copies)."""
+    from scipy.optimize import minimize as scipy_minimize
+
+    D = np.asarray(scales)
+
+    def f(Z: np.ndarray) -> np.ndarray:
+        out: np.ndarray = ((Z - 1.0) ** 2).sum(axis=1) + 0.5 * Z[:, 0] * Z[:, 1] + np.exp(0.3 * Z[:, 2])
+        return out
+
+    def g(Z: np.ndarray) -> np.ndarray:
+        return np.stack([Z[:, 0] + Z[:, 1] + Z[:, 2] - 1.5, Z[:, 2] ** 2 + Z[:, 0] - 2.0], axis=1)
+
+    prob = zoframe.Constrained(lambda X: f(X / D)[:, None], lambda X, idx: g(X / D)[:, idx], m=2, x0=np.zeros(3))
+    ref = scipy_minimize(lambda z: float(f(z[None, :])[0]), np.zeros(3), method="SLSQP",
+                         constraints=[{"type": "ineq", "fun": lambda z: -g(z[None, :])[0]}],
+                         options={"ftol": 1e-15, "maxiter": 500})  # fmt: skip
+    assert ref.success
+    assert certify(CountingOracle(prob), D * ref.x).passed
+    for z in ([0.0, 0.0, 0.0], [0.5, 0.5, 0.5], [1.0, 0.0, -1.0], ref.x + np.array([0.05, -0.05, 0.0])):
+        assert float(g(np.asarray(z, dtype=float)[None, :]).max()) <= 1e-12  # feasible, far from the optimum
+        cert = certify(CountingOracle(prob), D * np.asarray(z, dtype=float))
+        assert not cert.passed, (scales, z, cert.message)

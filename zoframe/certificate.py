@@ -40,6 +40,10 @@ finite-sum (optionally over a ``feasible_set``) and constrained problems
       that a Newton step would move ``x`` by at most ``tol s``); for a finite sum, relative to the
       typical component gradient. Every term scales with ``f`` and none moves with ``f + const``,
       so multiplying ``f`` by a constant does not change the verdict.
+    * the same test coordinate by coordinate (:func:`_coordinate_ratio`): each entry of the residual
+      against its own coordinate's gradient, multiplier forces, curvature and component gradients,
+      so that variables of very different scales do not pass on each other's quantities. The
+      reported residual is the larger of the two ratios.
     * a cheap second-order test that rejects KKT points that are not minima (a local maximum
       along the boundary, a saddle): ``probes`` directions ``v`` (the coordinates of least
       curvature ``H_ii`` and the two sums / differences of the first two, projected onto the null
@@ -277,6 +281,7 @@ class _Objective:
     curv: Array  # H_ii, 0 where it cannot be told from noise
     comp: float  # mean_i |grad f_i|
     noise: float  # rounding noise of f
+    comp_coord: Array  # per coordinate: mean_i |d f_i / d x_k| (|grad f| entries without a finite sum)
 
 
 def _objective_at(ev: _Evals, x: Array, D: _Differences) -> _Objective:
@@ -286,6 +291,7 @@ def _objective_at(ev: _Evals, x: Array, D: _Differences) -> _Objective:
     V0 = ev.objective(x[None, :])[0]  # (n,)
     fp, fm, ap, am = (np.empty(d) for _ in range(4))
     sq = np.zeros(n)
+    comp_coord = np.zeros(d)
     for lo, hi in D.chunks(n):
         k = hi - lo
         V = ev.objective(D.points(lo, hi))  # (2k, n): one batched call per chunk
@@ -294,6 +300,7 @@ def _objective_at(ev: _Evals, x: Array, D: _Differences) -> _Objective:
         if n > 1:  # the component gradients of the chunk, reduced at once
             G = _derivatives(V0, V[:k], V[k:], D.a[lo:hi], D.b[lo:hi])[0]
             sq += np.einsum("ij,ij->j", G, G)
+            comp_coord[lo:hi] = np.abs(G).mean(axis=1)
     f0 = float(V0.mean())
     # f is the mean of the components: its derivatives are the means' differences
     g2, h2, _ = _derivatives(np.array([f0]), fp[:, None], fm[:, None], D.a, D.b)
@@ -303,7 +310,32 @@ def _objective_at(ev: _Evals, x: Array, D: _Differences) -> _Objective:
     h = np.where(np.abs(h) > hn, h, 0.0)
     comp = float(np.sqrt(sq).mean()) if n > 1 else float(np.linalg.norm(g))
     noise = 64.0 * _EPS * max(a0, float(ap.max(initial=0.0)), float(am.max(initial=0.0)))
-    return _Objective(f0, g, h, comp, noise)
+    return _Objective(f0, g, h, comp, noise, comp_coord if n > 1 else np.abs(g))
+
+
+def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, force: Array, tol: float,
+                      box: tuple[Array, Array] | None) -> float:  # fmt: skip
+    """The largest per-coordinate relative residual ``|r_k| / ref_k``.
+
+    ``ref_k = max(|df/dx_k|, sum_j |l_j dg_j/dx_k|, c_k |H_kk|, mean_i |df_i/dx_k|)`` compares each
+    coordinate's residual with quantities of the same coordinate only (``c_k``: ``max(1, |x_k|)``, or
+    the box's width where narrower), so a test in one coordinate's units is not passed on the
+    strength of another's: the global norms of :func:`_kkt` mix coordinates, and variables of very
+    different scales (``x_1 ~ 1e-3`` beside ``x_3 ~ 1e4``) let a point far from stationary in the
+    large one pass on the small one's curvature. The floor ``10 noise(f) / (span_k tol)`` (``span_k``
+    the difference width) keeps a residual at the differences' own rounding level from failing.
+    """
+    c = np.maximum(1.0, np.abs(x))
+    if box is not None:
+        width = box[1] - box[0]
+        c = np.where(np.isfinite(width) & (width > 0), np.minimum(c, width), c)
+    span = D.a + D.b
+    floor = np.where(span > 0, 10.0 * obj.noise / (np.where(span > 0, span, 1.0) * tol), 0.0)
+    ref = np.maximum.reduce([np.abs(obj.grad), force, c * np.abs(obj.curv), obj.comp_coord, floor])
+    num = np.abs(resid)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(num == 0.0, 0.0, np.where(ref > 0, num / np.where(ref > 0, ref, 1.0), math.inf))
+    return float(ratio.max(initial=0.0))
 
 
 def _reference(obj: _Objective, s: float) -> float:
@@ -465,13 +497,18 @@ def _kkt(ev: _Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: in
         lam = u[: len(rows)]
         resid_vec = obj.grad + Jall.T @ u
         r = float(np.sqrt(resid_vec @ resid_vec + float(np.sum((u * comp) ** 2))))
+        force = np.abs(Jall.T) @ u
     else:
         resid_vec = obj.grad
         r = float(np.linalg.norm(obj.grad))
+        force = np.zeros(d)
+    residual = _ratio(r, ref)
     if fs is not None and box is None:  # another convex set: the projected step of the residual
         t = s / max(ref, 1e-300)
         r = float(np.linalg.norm(x - np.asarray(fs.project(x - t * resid_vec), dtype=np.float64))) / t
-    residual = _ratio(r, ref)
+        residual = _ratio(r, ref)
+    else:  # and coordinate by coordinate (variables of different scales)
+        residual = max(residual, _coordinate_ratio(obj, x, D, resid_vec, force, tol, box))
     n_active = len(rows) + hx.shape[0]
     base = {"residual": residual, "scale": ref, "max_violation": viol, "n_active": n_active, "cap_hit": cap_hit}
     capped = f"; {n_active} nearly active used, the cap active_cap={cap} bound" if cap_hit else ""
