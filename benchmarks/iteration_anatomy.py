@@ -145,6 +145,7 @@ PARTS: list[tuple[Any, str, str]] = [
     (DSZOG, "ascend", "p_update"),
     (solvers_mod, "pz_project", "p_update"),
     (solvers_mod, "pz_average", "p_update"),
+    (solvers_mod, "pz_project_average", "p_update"),
     (solvers_mod, "pz_ema", "p_update"),
     (solvers_mod, "pz_flush", "p_update"),
     (ADSZOG, "_state", "p_update"),

@@ -11,7 +11,15 @@ pairwise a9a (300 samples; skipped without the data set) and fairness D1, two se
 The references were written on one machine; matrix products may round differently elsewhere
 (another BLAS or CPU). A fixed probe (a product of seeded matrices through the problems' BLAS
 paths) is stored with them: where it differs, the comparison is to ``1e-9`` of each array's
-scale instead of exact. Rewrite the references only on purpose::
+scale instead of exact.
+
+Iterates may change in their last bits from one version to the next: the references are those of
+an earlier version, and the cases whose arithmetic has changed since are compared to a tolerance
+(the counts exactly). The sparse form of p (``p_form="sparse"``) sums its projection's threshold
+with numpy's pairwise sums since (before: BLAS dot products), so that the compiled kernel repeats it
+bit for bit: those cases are compared to ``1e-6`` of each array's scale (measured: at most 5e-9,
+the floor of p, a difference of nearly equal numbers; 1e-10 elsewhere). The dense cases are
+still exact. Rewrite the references only on purpose::
 
     python tests/test_constrained_bitidentity.py --write
 """
@@ -103,7 +111,11 @@ def _decode(rec: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f8").reshape(tuple(rec["shape"])).copy()
 
 
-def _check(key: str, arr: np.ndarray, rec: dict[str, Any], exact: bool) -> None:
+#: the tolerance (relative to each array's scale) of the cases whose arithmetic changed since the references
+_CHANGED_TOL = 1e-6
+
+
+def _check(key: str, arr: np.ndarray, rec: dict[str, Any], exact: bool, tol: float = 1e-9) -> None:
     if "sha256" in rec:
         got = _digest(np.array(arr, dtype="<f8", order="C"))
         assert got["shape"] == rec["shape"], key
@@ -111,15 +123,17 @@ def _check(key: str, arr: np.ndarray, rec: dict[str, Any], exact: bool) -> None:
             assert got["sha256"] == rec["sha256"], key
         else:
             for part in ("sum", "l1"):
-                assert math.isclose(got[part], rec[part], rel_tol=1e-9, abs_tol=1e-300), key
+                assert math.isclose(got[part], rec[part], rel_tol=tol, abs_tol=1e-300), key
         return
     want = _decode(rec)
     assert arr.shape == want.shape, key
     if exact:
         assert np.array_equal(arr, want, equal_nan=True), key
     else:
-        scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-300)
-        np.testing.assert_allclose(arr, want, rtol=0, atol=1e-9 * scale, err_msg=key)
+        finite = np.isfinite(want)
+        assert np.array_equal(np.isfinite(arr), finite) and np.array_equal(arr[~finite], want[~finite]), key
+        scale = max(float(np.max(np.abs(want[finite]))) if finite.any() else 0.0, 1e-300)
+        np.testing.assert_allclose(arr[finite], want[finite], rtol=0, atol=tol * scale, err_msg=key)
 
 
 def probe() -> str:
@@ -192,10 +206,11 @@ def test_iterates_are_the_stored_ones(case: tuple[str, str, str, str, int], refe
     # the phase bookkeeping came after the reference was stored: derived from the state, not an iterate
     got = {k: v for k, v in got.items() if k not in _AFTER_THE_REFERENCE}
     ref = reference["cases"][_name(case)]
-    exact = reference["probe"] == probe()
+    changed = case[3] == "sparse"  # the sparse form's threshold sums changed since the references (docstring)
+    exact = reference["probe"] == probe() and not changed
     assert sorted(got) == sorted(ref)
     for key, arr in got.items():
-        _check(key, arr, ref[key], exact or key in ("nfev", "t", "result.nfev"))
+        _check(key, arr, ref[key], exact or key in ("nfev", "t", "result.nfev"), _CHANGED_TOL if changed else 1e-9)
 
 
 def _write() -> None:

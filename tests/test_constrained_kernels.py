@@ -33,16 +33,16 @@ def _ref_sample(p: np.ndarray, u: np.ndarray, block: int = 32) -> np.ndarray:
 
 
 def _ref_threshold(v: np.ndarray, c: np.ndarray | None = None) -> float:
-    unit = c is None  # unit weights: numpy's sums; weights: dot products, as the kernels take them
+    unit = c is None  # unit weights: numpy's sums; weights: numpy's sums of the products (no BLAS dot)
     c = np.ones_like(v) if c is None else c
-    total = float(v.sum()) if unit else float(v @ c)
+    total = float(v.sum()) if unit else float(np.sum(v * c))
     tau = max(float(v.max()) - 1.0, (total - 1.0) / float(c.sum()))
     keep = v > tau
     kept = int(np.count_nonzero(keep))
     while kept:
         v, c = v[keep], c[keep]
         n = kept
-        tau = (float(v.sum() if unit else v @ c) - 1.0) / (n if unit else float(c.sum()))
+        tau = (float(v.sum() if unit else np.sum(v * c)) - 1.0) / (n if unit else float(c.sum()))
         keep = v > tau
         kept = int(np.count_nonzero(keep))
         if kept == n:

@@ -71,6 +71,7 @@ __all__ = [
     "pz_ema",
     "pz_flush",
     "pz_project",
+    "pz_project_average",
     "pz_sample",
     "sample_dense",
     "sample_sparse",
@@ -112,6 +113,18 @@ def _kernel_unavailable(exc: ImportError) -> None:
     warnings.warn(str(exc), RuntimeWarning, stacklevel=3)
 
 
+def _compiled(name: str) -> Any:
+    """The compiled function ``name`` of the kernel, or ``None`` for the numpy code (no kernel, or numba failed
+    to import: then :func:`_kernel_unavailable`)."""
+    if _K is None:
+        return None
+    try:
+        return getattr(_K, name)
+    except _kernels.KernelUnavailable as exc:
+        _kernel_unavailable(exc)
+        return None
+
+
 def dot_self(v: Array) -> float:
     """``np.einsum("i,i->", v, v)`` (not BLAS: no thread start-up; the same value bit for bit)."""
     return float(_EINSUM("i,i->", v, v))
@@ -139,13 +152,15 @@ def flush(v: Array) -> Array:
 def simplex_threshold(values: Array, counts: Array | None = None) -> float:
     """The ``tau`` with ``sum_k counts_k * max(values_k - tau, 0) = 1`` (Michelot 1986).
 
-    ``counts`` (default all ones) lets one value stand for a block of equal entries.
+    ``counts`` (default all ones) lets one value stand for a block of equal entries. The sums are numpy's
+    pairwise sums (``np.add.reduce``, of ``v * counts`` with weights), not BLAS dot products: the same
+    rounding on every CPU, which the compiled kernel repeats (:func:`_kernels_numba.threshold`).
     """
     v = np.asarray(values, dtype=np.float64)
     if counts is None:  # unit weights: the same iteration without the weight vector
         return _unit_threshold(v)[0]
     c = np.asarray(counts, dtype=np.float64)
-    mean_tau = (float(v @ c) - 1.0) / float(c.sum())
+    mean_tau = (float(np.add.reduce(v * c)) - 1.0) / float(c.sum())
     tau = max(float(v.max()) - 1.0, mean_tau)  # two lower bounds of tau
     keep = v > tau
     kept = int(np.count_nonzero(keep))
@@ -154,7 +169,7 @@ def simplex_threshold(values: Array, counts: Array | None = None) -> float:
     while kept:
         v, c = v[keep], c[keep]
         n = kept
-        tau = (float(v @ c) - 1.0) / float(c.sum())
+        tau = (float(np.add.reduce(v * c)) - 1.0) / float(c.sum())
         keep = v > tau
         kept = int(np.count_nonzero(keep))
         if kept == n:
@@ -188,17 +203,17 @@ def _floor_threshold(values: Array, n_floor: int) -> float:
 
     The sums of the weights are whole numbers below ``2**53``, exact in any order, so they are counted
     (the kept support entries, plus ``n_floor`` while the floor block is kept) instead of summed; the
-    products ``v @ c`` are the same BLAS dot products as in :func:`simplex_threshold`, with the kept
-    weights read from the front of one array of ones instead of compacted: they are ones but the last
-    (the floor block's count while it is kept), and only entries the kept count has passed were
-    overwritten.
+    weighted sums are :func:`simplex_threshold`'s ``np.add.reduce(v * c)``, with the kept weights read from
+    the front of one array of ones instead of compacted: they are ones but the last (the floor block's
+    count while it is kept), and only entries the kept count has passed were overwritten.
     """
     n = int(values.shape[0])
     ones = np.empty(n)  # np.ones, without its Python wrapper
     ones.fill(1.0)
     ones[n - 1] = float(n_floor)
+    prod = np.empty(n)
     v = values
-    mean_tau = (float(v @ ones) - 1.0) / float(n - 1 + n_floor)
+    mean_tau = (float(np.add.reduce(np.multiply(v, ones, out=prod))) - 1.0) / float(n - 1 + n_floor)
     tau = max(float(v.max()) - 1.0, mean_tau)
     keep = v > tau
     kept = int(np.count_nonzero(keep))
@@ -210,7 +225,8 @@ def _floor_threshold(values: Array, n_floor: int) -> float:
         v = v[keep]
         n = kept
         ones[n - 1] = float(n_floor) if floor_in else 1.0  # ones[: n - 1] are still ones
-        tau = (float(v @ ones[:n]) - 1.0) / float(n - 1 + n_floor if floor_in else n)
+        total = float(np.add.reduce(np.multiply(v, ones[:n], out=prod[:n])))
+        tau = (total - 1.0) / float(n - 1 + n_floor if floor_in else n)
         keep = v > tau
         kept = int(np.count_nonzero(keep))
         if kept == n:
@@ -318,7 +334,17 @@ def ascent_dense(p: Array, eta: float, h: Ascent) -> Array:
 def ascent_sparse(
     support: IntArray, values: Array, floor: float, m: int, eta: float, h: Ascent
 ) -> tuple[IntArray, Array, float]:
-    """``Proj_Delta(p + eta H)`` for ``p`` in the floor + support form; returns the new form."""
+    """``Proj_Delta(p + eta H)`` for ``p`` in the floor + support form; returns the new form.
+
+    With the compiled kernel: the same operations (and threshold) in one call, the same result bit for bit."""
+    fn = _compiled("ascent_sparse") if support.dtype == np.intp and values.dtype == np.float64 else None
+    if fn is not None:
+        idx_k = np.asarray(h.idx, dtype=np.intp)
+        gain_k = np.asarray(h.gain, dtype=np.float64)
+        out_s, out_v, out_f, status = fn(support, values, float(floor), int(m), float(eta), idx_k, gain_k,
+                                         float(h.lam), FLUSH)  # fmt: skip
+        if status == 0:
+            return out_s, out_v, float(out_f)
     idx, gain = _gains(h)
     s = 1.0 - eta * h.lam
     union, (v,), where = _merge_at(support, idx, (s * values, s * floor))
@@ -551,6 +577,17 @@ def pz_average(pz: PZ, p_hat: PZ, a: float) -> PZ:
     return _pz(p, pz.z, pz.support, (1.0 - a) * pz.p_floor + a * p_hat.p_floor, pz.z_floor, pz.m)
 
 
+def pz_project_average(pz: PZ, eta: float, a: float) -> PZ:
+    """``pz_average(pz, pz_project(pz, eta), a)``: ``p <- (1 - a) p + a Proj_Delta(p + eta z_p)`` (ADSZOG Alg. 1
+    l.6-7); with the compiled kernel and the floor + support form in one call (the same operations, the same
+    values bit for bit)."""
+    fn = _compiled("pz_project_average_sparse") if pz.support is not None and pz.p.dtype == pz.z.dtype == np.float64 else None
+    if fn is None:
+        return pz_average(pz, pz_project(pz, eta), a)
+    p, p_floor = fn(pz.p, pz.z, float(pz.p_floor), float(pz.z_floor), int(pz.m), float(eta), float(a), FLUSH)
+    return _pz(p, pz.z, pz.support, float(p_floor), pz.z_floor, pz.m)
+
+
 def pz_sample(pz: PZ, u: Array) -> IntArray:
     """``M2 ~ p`` by inverse CDF (both forms give the same indices up to rounding)."""
     if pz.support is None:
@@ -567,6 +604,14 @@ def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
         z += lam_p
         z[h.idx] += b * h.gain
         return _pz(pz.p, z, None, 0.0, 0.0, pz.m)
+    z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
+    fn = _compiled("pz_ema_sparse") if h.idx.dtype == pz.support.dtype == np.intp and h.gain.dtype == np.float64 else None
+    if fn is not None:  # the same operations in one call
+        union, p_k, z_k, merged = fn(pz.support, pz.p, pz.z, float(pz.p_floor), float(pz.z_floor), h.idx, h.gain,
+                                     float(b), float(h.lam))  # fmt: skip
+        if not merged:  # the support and p stay these arrays, as below
+            union, p_k = pz.support, pz.p
+        return _pz(p_k, z_k, union, pz.p_floor, z_floor, pz.m)
     positive = h.gain > 0.0
     support, p, z = pz.support, pz.p, pz.z
     where: IntArray | None = None
@@ -579,7 +624,6 @@ def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
     z = (1.0 - b) * z + b * (-h.lam * p)
     if where is not None:
         z[where] += b * gain
-    z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
     return _pz(p, z, support, pz.p_floor, z_floor, pz.m)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from zoframe.errors import DivergedError, IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
-from zoframe.estimators import CoordinateEstimator
+from zoframe.estimators import CoordinateEstimator, _check_underflow, _RandomDirections
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, Estimator, IntArray
 from zoframe.result import Status
@@ -56,16 +56,16 @@ from zoframe_constrained.simplex import (
     FLUSH,
     PZ,
     Ascent,
+    _compiled,
     _pz,
     ascent_dense,
     ascent_sparse,
     densify,
     dot_self,
     project_simplex_dense,
-    pz_average,
     pz_ema,
     pz_flush,
-    pz_project,
+    pz_project_average,
     pz_sample,
     sample_dense,
     sample_sparse,
@@ -187,6 +187,55 @@ def _weighted_terms(loss: Array, f: Array, weights: Array) -> Array:
     out = np.concatenate((loss, phi), axis=1)
     out *= weights
     return out
+
+
+def _estimate_kernel(oracle: CountingOracle, est: Any) -> Callable[..., Any] | None:
+    """The compiled arithmetic of G_L (``lagrangian_sums``) for a random-direction estimator, from
+    :data:`SPARSE_AUTO_M` constraints on (where ``p_form="auto"`` takes the sparse form, whose work is compiled
+    too); ``None``: the numpy code (no kernel, or a small problem, which then never imports numba)."""
+    if oracle.m < SPARSE_AUTO_M or not isinstance(est, _RandomDirections):
+        return None
+    fn: Callable[..., Any] | None = _compiled("lagrangian_sums")
+    return fn
+
+
+def _compiled_estimate(
+    fn: Callable[..., Any], est: Any, oracle: CountingOracle, w: Array, M1: IntArray, M2: IntArray, weights: Array,
+    rng: np.random.Generator, h: float,
+) -> tuple[Array, float] | None:  # fmt: skip
+    """``(G_L, L_batch(w))`` by a random-direction estimator ``est`` (Gaussian: DSZOG Alg. 1 l.8, ADSZOG l.12) at
+    the smoothing radius ``h``, with the weighting, the differences and their sums in the compiled kernel
+    (``fn``: ``lagrangian_sums``); ``None`` where the estimator's own code must run (a subclass that redefines
+    its estimate, a ``w`` that is not a float64 vector, a radius that is not a positive number).
+
+    The same directions, points, oracle calls and arithmetic as ``est.oracle_gradient`` / ``est.estimate`` on
+    :func:`_lagrangian_terms` (:class:`zoframe.estimators._RandomDirections`, which this repeats step for
+    step), hence the same gradient and base value bit for bit; the matrix of points is handed to the oracle
+    without a copy (``objective_owned``: it is only read after the call)."""
+    if not (est.plain_estimate and type(w) is np.ndarray and w.dtype == np.float64 and w.ndim == 1 and 0.0 < h < math.inf):
+        return None
+    d = w.shape[0]
+    U = est.directions(d, rng)  # DSZOG Alg. 1 l.4, ADSZOG l.8
+    q = U.shape[0]
+    pts = np.empty((q + 1, d))
+    pts[0] = w
+    tail = pts[1:]
+    np.multiply(U, h, out=tail)
+    tail += w
+    box = oracle.feasible_set
+    X = pts if box is None else box.project(pts)  # every evaluated point inside the bounds
+    loss = oracle.objective_owned(X, M1)
+    f = _finite(oracle.constraints_owned(X, M2), oracle, "in the estimate of G_L")
+    sums, nonzero, base = fn(loss, f, weights, 1.0 / h)
+    if not nonzero:  # every difference zero: the estimator's underflow check, on the same values
+        vals = _weighted_terms(loss, f, weights)
+        diffs = vals[1:] - vals[0]
+        diffs *= 1.0 / h
+        _check_underflow(est, diffs, w, tail, h, float(np.abs(U).max()))
+    b = M1.shape[0] + M2.shape[0]
+    c = est.scale(d) / q
+    grad: Array = (c / b) * (sums @ U)
+    return grad, float(base) / b
 
 
 def _p_outputs(p: Array, support: IntArray | None, floor: float, m: int) -> dict[str, Array]:
@@ -525,8 +574,12 @@ class _PenaltyMinimax(SolverBase):
             return self._estimate(oracle, w, M1, M2, rng, beta, p_weights)[0]
         b = self.beta if beta is None else beta
         weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
-        terms = _lagrangian_terms(oracle, M1, M2, weights, owned=True)
         direct = getattr(est, "oracle_gradient", None)
+        fn = _estimate_kernel(oracle, est)
+        both = None if fn is None else _compiled_estimate(fn, est, oracle, w, M1, M2, weights, rng, est.mu)
+        if both is not None:
+            return both[0]
+        terms = _lagrangian_terms(oracle, M1, M2, weights, owned=True)
         if direct is not None:  # gradient(terms, w, rng) is oracle_gradient with the values checked again: terms
             # returns the oracle's checked values weighted into one (points, |M1| + |M2|) float64 matrix
             return np.asarray(direct(terms, None, w, rng), dtype=np.float64)
@@ -540,6 +593,11 @@ class _PenaltyMinimax(SolverBase):
         ``mu``: the smoothing radius (default: the field ``mu``)."""
         b = self.beta if beta is None else beta
         weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
+        estimator = self.estimator_for(oracle)
+        fn = _estimate_kernel(oracle, estimator)
+        both = None if fn is None else _compiled_estimate(fn, estimator, oracle, w, M1, M2, weights, rng, self.mu if mu is None else mu)
+        if both is not None:
+            return both
         est = self.estimator_for(oracle).estimate(_lagrangian_terms(oracle, M1, M2, weights, owned=False), w, rng, mu=self.mu if mu is None else mu)
         if est.values is None:  # an estimator without a base row (central differences)
             return np.asarray(est.grad, dtype=np.float64), self.penalised(oracle, w, M1, M2, b, p_weights)[0]
@@ -1565,8 +1623,7 @@ class ADSZOG(_PenaltyMinimax):
         box = oracle.feasible_set
         if box is not None:
             w = np.asarray(box.project(w), dtype=np.float64)
-        p_hat = pz_project(pz, self.eta_p / (math.sqrt(pz.norm_z()) + c))  # Alg. 1 l.6
-        pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
+        pz = pz_project_average(pz, self.eta_p / (math.sqrt(pz.norm_z()) + c), a)  # Alg. 1 l.6-7
         M1, M3 = self.batches(oracle, rng)  # Alg. 1 l.9, l.11
         M2 = pz_sample(pz, rng.random(self.sizes(oracle)[1]))  # Alg. 1 l.10
         G = self.G_L(oracle, w, M1, M2, rng)  # Alg. 1 l.12 (l.8: directions drawn here)
@@ -1597,8 +1654,7 @@ class ADSZOG(_PenaltyMinimax):
         pz = pz_ema(pz, H, 1.0 if first else b)  # Alg. 1 l.3 / l.15
         w_new, alpha, accepted = self.line_search(oracle, w, z_w, L0, float(state.alpha), M1, M2, beta, pw)  # l.5
         w_new, blown = self._guard(oracle, w_new, state)
-        p_hat = pz_project(pz, self.eta_p / (pz.norm_z() + self.lam))  # Alg. 1 l.6, normalised
-        pz = pz_average(pz, p_hat, a)  # Alg. 1 l.7
+        pz = pz_project_average(pz, self.eta_p / (pz.norm_z() + self.lam), a)  # Alg. 1 l.6 (normalised), l.7
         t = state.t + 1
         if t % _FLUSH_EVERY == 0:
             pz = pz_flush(pz, self.flush_threshold())
