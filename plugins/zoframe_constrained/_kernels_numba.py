@@ -106,11 +106,11 @@ def _block(a: Any, lo: int, n: int) -> float:
         r6 += a[j + 6]
         r7 += a[j + 7]
         i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    tot: float = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += a[lo + i]
+        tot += a[lo + i]
         i += 1
-    return res
+    return tot
 
 
 @_jit
@@ -158,15 +158,16 @@ def _pairwise(a: Any, lo: int, n: int) -> float:
 def add_reduce(a: Any, n: int) -> float:
     """``float(np.add.reduce(a[:n]))`` for a contiguous float64 ``a``, bit for bit (the reduction starts from
     numpy's identity 0.0, then adds the pairwise sum)."""
-    return 0.0 + _pairwise(a, 0, n)
+    total: float = 0.0 + _pairwise(a, 0, n)
+    return total
 
 
 @_jit
 def _max(v: Any, n: int) -> float:
     """``v[:n].max()`` (NaN wins, as in numpy)."""
-    mx = v[0]
+    mx: float = v[0]
     for i in range(1, n):
-        x = v[i]
+        x: float = v[i]
         if x != x:
             return x
         if x > mx:

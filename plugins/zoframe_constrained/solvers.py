@@ -576,7 +576,7 @@ class _PenaltyMinimax(SolverBase):
         weights = self._weights(M1.shape[0], M2.shape[0], b) if p_weights is None else self._p_weights(M1.shape[0], p_weights, b)
         direct = getattr(est, "oracle_gradient", None)
         fn = _estimate_kernel(oracle, est)
-        both = None if fn is None else _compiled_estimate(fn, est, oracle, w, M1, M2, weights, rng, est.mu)
+        both = None if fn is None else _compiled_estimate(fn, est, oracle, w, M1, M2, weights, rng, self.mu)
         if both is not None:
             return both[0]
         terms = _lagrangian_terms(oracle, M1, M2, weights, owned=True)
