@@ -2,8 +2,10 @@
 
 The switch (``ZOFRAME_KERNEL``) is tested everywhere; the kernel itself only where numba is installed
 (skipped otherwise, with the reason). With numba, both paths run in one process (``simplex._K`` set
-to the kernel or to ``None``): the sampling gives the same indices bit for bit, the iterates of 100
-steps agree to 1e-12 relative on real problems, and long runs agree in the median over 10 seeds.
+to the kernel or to ``None``): each compiled function gives the numpy code's result bit for bit (the
+sampling, the sparse p step of both solvers, numpy's pairwise sums, the arithmetic of G_L), the two
+paths draw the same random numbers, the iterates of 100 steps agree to 1e-12 relative on real
+problems, and long runs agree in the median over 10 seeds.
 """
 
 from __future__ import annotations
@@ -85,6 +87,91 @@ def test_sample_sparse_same_indices(monkeypatch: pytest.MonkeyPatch) -> None:
         np.testing.assert_array_equal(got, ref)
 
 
+@needs_numba
+def test_add_reduce_is_numpys_pairwise_sum() -> None:
+    rng = np.random.default_rng(2)
+    for n in [*range(0, 300), 1000, 1023, 4097, 100_003]:
+        a = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+        assert K.add_reduce(a, n) == float(np.add.reduce(a)), n
+    rows = rng.standard_normal((11, 256)) * 10.0 ** rng.integers(-8, 8, (11, 256))
+    assert [K.add_reduce(r.copy(), 256) for r in rows] == np.add.reduce(rows, axis=1).tolist()
+
+
+def _pz_forms(rng: np.random.Generator) -> list[simplex.PZ]:
+    """ADSZOG's p and z_p in the floor + support form: with and without a floor, a full support, z of both signs."""
+    out = []
+    for m, k, p_floor, z_floor in [(1000, 50, 1e-5, -2e-9), (1000, 50, 0.0, 0.0), (20000, 300, 1e-7, 3e-10),
+                                   (64, 64, 0.0, 0.0), (5000, 1, 1e-4, -1e-6)]:  # fmt: skip
+        support = np.sort(rng.choice(m, size=k, replace=False)).astype(np.intp)
+        p = rng.random(k) ** 3
+        p *= (1.0 - p_floor * (m - k)) / p.sum()
+        z = rng.standard_normal(k) * 1e-2
+        out.append(simplex.PZ(p, z, support, p_floor, z_floor, m))
+    return out
+
+
+def _same_pz(a: simplex.PZ, b: simplex.PZ) -> bool:
+    same = [np.array_equal(a.p, b.p), np.array_equal(a.z, b.z), np.array_equal(a.support, b.support)]
+    return all(same) and (a.p_floor, a.z_floor, a.m) == (b.p_floor, b.z_floor, b.m)
+
+
+@needs_numba
+def test_sparse_p_steps_are_the_numpy_code_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADSZOG's projection + averaging and moving average, DSZOG's ascent: the same arrays, the same bits."""
+    rng = np.random.default_rng(8)
+    for pz in _pz_forms(rng):
+        for eta in (1e-3, 0.3, 50.0):
+            idx = rng.choice(pz.m, size=min(128, pz.m), replace=False).astype(np.intp)
+            gain = rng.standard_normal(idx.shape[0]) * eta * (rng.random(idx.shape[0]) < 0.3)
+            h = simplex.Ascent(idx, gain, 1e-6)
+            results = []
+            for kernel in (None, K):
+                monkeypatch.setattr(simplex, "_K", kernel)
+                pa = simplex.pz_project_average(pz, eta, 0.9)
+                ema = simplex.pz_ema(pz, h, 0.9)
+                asc = simplex.ascent_sparse(pz.support, pz.p, pz.p_floor, pz.m, eta, h)
+                results.append((pa, ema, asc))
+            (pa0, ema0, asc0), (pa1, ema1, asc1) = results
+            assert _same_pz(pa0, pa1) and _same_pz(ema0, ema1)
+            assert all(np.array_equal(u, v) for u, v in zip(asc0[:2], asc1[:2])) and asc0[2] == asc1[2]
+            assert asc1[0].dtype == np.intp and ema1.support is not None and ema1.support.dtype == np.intp
+    monkeypatch.setattr(simplex, "_K", None)
+    ref = simplex.pz_average(pz, simplex.pz_project(pz, 0.1), 0.5)  # the fused call is the two steps
+    assert _same_pz(simplex.pz_project_average(pz, 0.1, 0.5), ref)
+
+
+@needs_numba
+@pytest.mark.parametrize("n_floor", [0, 1, 9, 100_000])
+def test_threshold_is_the_numpy_threshold_bit_for_bit(n_floor: int) -> None:
+    rng = np.random.default_rng(9)
+    for n in (1, 2, 7, 130, 3000):
+        for scale in (1e-6, 1e-2, 1.0, 1e3):
+            v = np.abs(rng.standard_normal(n)) * scale * (rng.random(n) < 0.7)
+            want = simplex._floor_threshold(v.copy(), n_floor) if n_floor else simplex.simplex_threshold(v)
+            assert K.threshold(v.copy(), n_floor) == want
+
+
+@needs_numba
+def test_lagrangian_sums_are_the_estimators_arithmetic() -> None:
+    """[loss, max(f, 0)^2] * weights, differences to the base row over mu, their row sums: as numpy takes them."""
+    from zoframe_constrained.solvers import _column_weights, _weighted_terms
+
+    rng = np.random.default_rng(10)
+    for b1, b2, beta in ((128, 128, 1.0), (5, 300, 3e4), (1, 1, 1e-3)):
+        loss = rng.standard_normal((11, b1))
+        f = rng.standard_normal((11, b2)) * 1e-2
+        f[:, ::3] = -0.0
+        weights = _column_weights(b1, b2, beta)
+        vals = _weighted_terms(loss, f, weights)
+        diffs = vals[1:] - vals[0]
+        diffs *= 1.0 / 1e-3
+        sums, nonzero, base = K.lagrangian_sums(loss, f, weights, 1.0 / 1e-3)
+        assert np.array_equal(sums, np.add.reduce(diffs, axis=1)) and nonzero
+        assert base == float(vals[0].sum())
+    flat = np.ones((11, 4))
+    assert not K.lagrangian_sums(flat, flat, np.ones(8), 1e3)[1]
+
+
 # ---------------------------------------------------------------------- iterates, both paths in one process
 def _run(solver: Any, prob: Any, seed: int, steps: int, kernel: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(simplex, "_K", kernel)
@@ -93,6 +180,7 @@ def _run(solver: Any, prob: Any, seed: int, steps: int, kernel: Any, monkeypatch
     state = solver.init(oracle, np.asarray(prob.x0, dtype=np.float64), rng)
     for _ in range(steps):
         state = solver.step(oracle, state, rng)
+    oracle.rng_state = rng.bit_generator.state  # type: ignore[attr-defined]  # the draws made (for the test)
     return state, oracle
 
 
@@ -108,17 +196,23 @@ _PROBLEMS: dict[str, Any] = {
 
 
 @needs_numba
-@pytest.mark.parametrize("prob_name", sorted(_PROBLEMS))
+@pytest.mark.parametrize(("prob_name", "form"), [("breast-cancer", "sparse"), ("breast-cancer", "dense"),
+                                                  ("fairness-D1", "sparse")])  # fmt: skip
 @pytest.mark.parametrize("solver_name", ["adszog", "dszog"])
 @pytest.mark.parametrize("steps", ["paper", "auto"])
-def test_iterates_agree_over_100_steps(prob_name: str, solver_name: str, steps: str,
+def test_iterates_agree_over_100_steps(prob_name: str, solver_name: str, steps: str, form: str,
                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Sparse p: the form the kernel compiles (fairness: m = 40); dense p on breast-cancer (m = 18,868):
+    G_L's arithmetic compiled, p's numpy code (the dense form of a small problem never calls the kernel). The same random numbers drawn (the generator's state after
+    100 steps), the same counts, the iterates within 1e-12 relative."""
     prob = _PROBLEMS[prob_name]()
     cls = ADSZOG if solver_name == "adszog" else DSZOG
-    solver = cls(steps=cast(Any, steps), p_form="sparse")  # the form the kernel compiles (fairness: m = 40)
+    solver = cls(steps=cast(Any, steps), p_form=cast(Any, form))
     for seed in (0, 1):
         ref, ref_oracle = _run(solver, prob, seed, 100, None, monkeypatch)
+        ref_draws = ref_oracle.rng_state
         got, got_oracle = _run(solver, prob, seed, 100, K, monkeypatch)
+        assert got_oracle.rng_state == ref_draws  # the same random numbers, as many of them
         assert (got_oracle.calls, got_oracle.user_calls) == (ref_oracle.calls, ref_oracle.user_calls)
         dense: list[Callable[[Any], Any]] = [lambda s: s.x, lambda s: solver.outputs(s)["p"]]
         if solver_name == "adszog":
@@ -201,10 +295,20 @@ def test_dense_form_runs_never_import_numba() -> None:
 _RUN: dict[str, Any] = {"rng": 3, "max_iter": 40, "record_every": 10}
 
 
-def _solve(kernel: str, executor: Any = None, chunks: int | None = None) -> tuple[Any, ...]:
-    """A short sparse-form adszog run with the given implementation (also run inside pool workers)."""
+def _solve(kernel: str, executor: Any = None, chunks: int | None = None, solver: str = "adszog",
+           asktell: bool = False) -> tuple[Any, ...]:  # fmt: skip
+    """A short sparse-form run with the given implementation (also run inside pool workers); ``asktell``:
+    through :class:`zoframe.Run`, the user's functions evaluated by the caller."""
     simplex._K = K if kernel == "numba" else None
-    res = zoframe.minimize(pairwise("breast-cancer", seed=0), "adszog", executor=executor, chunks=chunks, **_RUN)
+    prob = pairwise("breast-cancer", seed=0)
+    if asktell:
+        with zoframe.Run(prob, solver, **_RUN) as run:
+            while (req := run.ask()) is not None:
+                fn = prob.components if req.kind == "objective" else prob.constraints
+                run.tell(req, np.asarray(fn(req.points, req.indices)))
+            res = run.result()
+    else:
+        res = zoframe.minimize(prob, solver, executor=executor, chunks=chunks, **_RUN)
     return res.x, res.fun, res.nfev, res.outputs["p"], np.asarray(res.trace["fun"])
 
 
@@ -222,11 +326,29 @@ def test_kernel_runs_are_bit_identical_serially_with_chunks_and_in_a_process_poo
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
     monkeypatch.setattr(simplex, "_K", simplex._K)  # restored after the test (_solve sets it)
+    for solver in ("adszog", "dszog"):
+        serial = _solve("numba", solver=solver)
+        assert _same(serial, _solve("numpy", solver=solver))
+        assert _same(serial, _solve("numba", solver=solver, asktell=True))
+        with ThreadPoolExecutor(2) as ex:
+            assert _same(serial, _solve("numba", ex, chunks=3, solver=solver))
     serial = _solve("numba")
-    assert _same(serial, _solve("numpy"))
-    with ThreadPoolExecutor(2) as ex:
-        assert _same(serial, _solve("numba", ex, chunks=3))
     with ProcessPoolExecutor(2) as ex:
         assert _same(serial, _solve("numba", ex))
         whole = [ex.submit(_solve, "numba").result() for _ in range(2)]
     assert all(_same(serial, w) for w in whole)
+
+
+@needs_numba
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_kernel_runs_are_bit_identical_on_dask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the kernel on, a run whose batches are evaluated on a dask cluster (loopback) is the serial run."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr(simplex, "_K", simplex._K)
+    serial = _solve("numba")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        assert _same(serial, _solve("numba", client.get_executor(), chunks=3))

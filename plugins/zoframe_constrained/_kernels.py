@@ -1,8 +1,9 @@
 """The switch for the optional compiled kernel of :mod:`zoframe_constrained.simplex`.
 
-``zoframe[fast]`` installs numba; the compiled code of the DSZOG / ADSZOG step (the sampling from p in
-the floor + support form, :mod:`zoframe_constrained._kernels_numba`) is then used automatically. The environment variable
-``ZOFRAME_KERNEL`` chooses, read once when :mod:`zoframe_constrained.simplex` is imported:
+``zoframe[fast]`` installs numba; the compiled code of the DSZOG / ADSZOG step (the work on p in the
+floor + support form and the arithmetic of G_L, :mod:`zoframe_constrained._kernels_numba`) is then used
+automatically, with the same results bit for bit. The environment variable ``ZOFRAME_KERNEL`` chooses,
+read once when :mod:`zoframe_constrained.simplex` is imported:
 
 ``auto`` (default)
     the compiled kernel when numba is installed, the numpy code otherwise;

@@ -1,19 +1,25 @@
-"""The compiled (numba) kernel of :mod:`zoframe_constrained.simplex`: sampling from p in the floor + support form.
+"""The compiled (numba) kernel of DSZOG / ADSZOG's step: the work on p and the arithmetic of G_L.
 
 Used through :mod:`zoframe_constrained._kernels` (the switch); imported only when the kernel is active,
-numba being installed. No randomness here: the functions receive the uniforms the numpy path draws.
-Only the sparse form's work is compiled (the form ``p_form="auto"`` picks from 10,000 constraints on,
-where it was measured to pay); the dense form keeps the numpy code, so that runs on small problems
-never import numba.
+numba being installed. No randomness here: the functions receive what the numpy path draws (uniforms,
+directions, batches), so both paths draw the same random numbers. Every function performs the numpy
+code's floating-point operations in the same order, including numpy's pairwise summation
+(:func:`add_reduce`), hence **the same results bit for bit** and the same iterates with and without
+the kernel (``tests/test_kernels.py``). The sums the numpy code used to take as BLAS dot products
+(the projection's threshold) are numpy's pairwise sums on both paths, so that they can be repeated
+here, and so that they no longer depend on the CPU's BLAS kernel.
 
-:func:`sample_sparse`: ``M2 ~ p`` (DSZOG Alg. 1 l.6, ADSZOG Alg. 1 l.10), one binary search per
-draw instead of a dozen vector operations over the batch; the same floating-point operations as the
-numpy code (a sequential cumulative sum, the same products and sums element for element), hence the
-same indices bit for bit, and the same iterates with and without the kernel. Not compiled, after measuring (docs/performance.md): the insertion of ``M3`` into the support
-(a compiled merge saved under 2% of a step: it is data movement over the support either way), and the
-projection's threshold (4% of a breast-cancer step, 7% on a9a), whose compiled sum cannot repeat the
-BLAS dot product's rounding: differences in the last bits, which the step-length tests of
-``steps="auto"`` turned into different accept / reject decisions within 100 steps (fairness D1).
+* :func:`sample_sparse`: ``M2 ~ p`` (DSZOG Alg. 1 l.6, ADSZOG Alg. 1 l.10), one binary search per draw;
+* :func:`pz_project_average_sparse`: ADSZOG Alg. 1 l.6-7 (projection with its threshold, averaging);
+* :func:`pz_ema_sparse`: ADSZOG Alg. 1 l.15 (the moving average of ``z_p``, new support entries merged);
+* :func:`ascent_sparse`: DSZOG Alg. 1 l.11 (``Proj_Delta(p + eta H)``);
+* :func:`lagrangian_sums`: G_L's weighting ``[l_M1, phi_M2] * weights``, differences and their sums
+  (DSZOG Alg. 1 l.8, ADSZOG Alg. 1 l.12); the product with the directions stays numpy's (BLAS).
+
+The floor + support form of p is compiled (the form ``p_form="auto"`` picks from 10,000 constraints on)
+and G_L from the same number of constraints on; the dense form of p keeps the numpy code, so that runs
+on small problems never import numba. Not compiled: the random draws, the user's functions and the
+counting oracle around them, the norms (``einsum``) and the state records.
 """
 
 from __future__ import annotations

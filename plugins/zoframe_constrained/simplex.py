@@ -33,9 +33,12 @@ before index ``j`` is ``floor * j + sum_{S_k < j} (p_{S_k} - floor)``, so a draw
 ``O(log |S|)`` after an ``O(|S|)`` prefix sum over the support. Both forms return the same index
 for the same uniform variate (up to rounding at the boundaries).
 
-With numba installed (``zoframe[fast]``), :func:`sample_sparse` runs as compiled code
+With numba installed (``zoframe[fast]``), the floor + support form's work (:func:`sample_sparse`,
+:func:`ascent_sparse`, :func:`pz_project_average`, :func:`pz_ema`) runs as compiled code
 (:mod:`zoframe_constrained._kernels_numba`) with the same floating-point operations, hence the same
-indices; ``ZOFRAME_KERNEL=numpy`` keeps the numpy code (:mod:`zoframe_constrained._kernels`).
+results bit for bit; ``ZOFRAME_KERNEL=numpy`` keeps the numpy code (:mod:`zoframe_constrained._kernels`).
+The thresholds' sums are numpy's pairwise sums (``np.add.reduce``), never BLAS dot products, so that
+the kernel can repeat them.
 
 Entries below the smallest normal float are flushed to zero: otherwise entries that decay
 geometrically become subnormal after some thousand iterations and every vector operation on them
