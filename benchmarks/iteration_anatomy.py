@@ -6,9 +6,9 @@ Problems: pairwise breast-cancer (scikit-learn's bundled set, d = 31, m ~ 19k) a
 |M1| = |M2| = |M3| = 128, ``p_form="auto"``: the sparse floor + support form of p; ``steps="paper"``:
 the papers' iteration with these fixed steps, where the solvers have that option).
 
-For each (problem, solver) and each implementation of the simplex work (``--kernels``: ``numpy``, the
-reference, and ``numba``, the compiled kernel of ``zoframe[fast]``, left out with a note when numba
-is not installed; see docs/performance.md), single-threaded BLAS, ``--repeats`` repetitions, the
+For each (problem, solver) and each implementation of the step's own work (``--kernels``: ``numpy``, the
+reference, and ``numba``, the compiled kernel of ``zoframe[fast]``: the work on p and G_L's arithmetic,
+left out with a note when numba is not installed; see docs/performance.md), single-threaded BLAS, ``--repeats`` repetitions, the
 implementations' bare loops interleaved repetition by repetition (median reported):
 
 * ``us_per_it``: wall time per step of ``solver.step`` in a bare loop (``init`` excluded);
@@ -178,7 +178,7 @@ def step_loop(
 
 
 def use_kernel(kernel: str) -> None:
-    """Select the implementation of the simplex work: ``"numpy"`` (the reference) or ``"numba"``."""
+    """Select the implementation of the step's own work: ``"numpy"`` (the reference) or ``"numba"``."""
     simplex_mod._K = None if kernel == "numpy" else KERNEL
 
 

@@ -8,10 +8,13 @@ times, with ``time.perf_counter``:
   ``"auto"``), which reach every compiled function: numba's import, and the compilation (``cold``, an
   empty cache directory) or the loading of the cached machine code (``warm``, the cache the cold run
   wrote), plus the steps' own work;
+* ``first_steps_cpu_s``: the same in CPU time of the process (``time.process_time``: less sensitive to
+  other jobs on the machine than the wall-clock time);
 * ``next_steps_s``: the same 3 steps once more in the same process (no first-call cost left);
 
 for ``ZOFRAME_KERNEL=numba`` cold and warm, and ``ZOFRAME_KERNEL=numpy`` (the reference, no numba).
-The first-call cost of the kernel is ``first_steps_s`` minus that of the numpy path. The cache lives
+The first-call cost of the kernel (``first_call_cost_cold_s``, ``..._warm_s``, and ``..._cpu_s``) is
+``first_steps_s`` (``first_steps_cpu_s``) minus that of the numpy path. The cache lives
 in ``NUMBA_CACHE_DIR`` (a temporary directory here; by default numba writes next to the package, in
 ``__pycache__``).
 
@@ -51,10 +54,12 @@ def steps(n):
             for _ in range(n):
                 state = solver.step(oracle, state, rng)
 
-t1 = time.perf_counter(); steps(3); first = time.perf_counter() - t1
+t1, c1 = time.perf_counter(), time.process_time(); steps(3)
+first, first_cpu = time.perf_counter() - t1, time.process_time() - c1
 t2 = time.perf_counter(); steps(3); again = time.perf_counter() - t2
 import sys
-print(json.dumps({"import_s": t_import, "first_steps_s": first, "next_steps_s": again, "numba_imported": "numba" in sys.modules}))
+print(json.dumps({"import_s": t_import, "first_steps_s": first, "first_steps_cpu_s": first_cpu, "next_steps_s": again,
+                  "numba_imported": "numba" in sys.modules}))
 """
 
 
@@ -78,10 +83,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name, runs in rows.items():
         out[name] = {
             key: round(statistics.median(float(r[key]) for r in runs), 3)
-            for key in ("import_s", "first_steps_s", "next_steps_s")
+            for key in ("import_s", "first_steps_s", "first_steps_cpu_s", "next_steps_s")
         } | {"numba_imported": all(bool(r["numba_imported"]) for r in runs)}
     for name in ("numba_cold", "numba_warm"):
-        out[f"first_call_cost_{name[6:]}_s"] = round(out[name]["first_steps_s"] - out["numpy"]["first_steps_s"], 3)
+        for key in ("first_steps_s", "first_steps_cpu_s"):
+            cost = out[name][key] - out["numpy"][key]
+            out[f"first_call_cost_{name[6:]}{key[11:]}"] = round(cost, 3)
     try:
         import numba
         import numpy
