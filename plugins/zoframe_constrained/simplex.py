@@ -205,18 +205,19 @@ def _floor_threshold(values: Array, n_floor: int) -> float:
     floor block) and ``counts = [1, .., 1, n_floor]``: the same value bit for bit.
 
     The sums of the weights are whole numbers below ``2**53``, exact in any order, so they are counted
-    (the kept support entries, plus ``n_floor`` while the floor block is kept) instead of summed; the
-    weighted sums are :func:`simplex_threshold`'s ``np.add.reduce(v * c)``, with the kept weights read from
-    the front of one array of ones instead of compacted: they are ones but the last (the floor block's
-    count while it is kept), and only entries the kept count has passed were overwritten.
+    (the kept support entries, plus ``n_floor`` while the floor block is kept) instead of summed. The
+    weighted sums are :func:`simplex_threshold`'s ``np.add.reduce(v * c)``: the products are the values
+    themselves (times 1.0) but the floor block's, so that entry alone is multiplied, in place, for the sum
+    and put back (``values`` ends as it came; a read-only one is copied first).
     """
     n = int(values.shape[0])
-    ones = np.empty(n)  # np.ones, without its Python wrapper
-    ones.fill(1.0)
-    ones[n - 1] = float(n_floor)
-    prod = np.empty(n)
-    v = values
-    mean_tau = (float(np.add.reduce(np.multiply(v, ones, out=prod))) - 1.0) / float(n - 1 + n_floor)
+    nf = float(n_floor)
+    v = values if values.flags.writeable else values.copy()
+    last = float(v[n - 1])
+    v[n - 1] = last * nf  # the products v * counts
+    total = float(np.add.reduce(v))
+    v[n - 1] = last
+    mean_tau = (total - 1.0) / float(n - 1 + n_floor)
     tau = max(float(v.max()) - 1.0, mean_tau)
     keep = v > tau
     kept = int(np.count_nonzero(keep))
@@ -225,10 +226,15 @@ def _floor_threshold(values: Array, n_floor: int) -> float:
     floor_in = True  # the floor block is the last entry while it is kept
     while kept:
         floor_in = floor_in and bool(keep[n - 1])
-        v = v[keep]
+        v = v[keep]  # a new array
         n = kept
-        ones[n - 1] = float(n_floor) if floor_in else 1.0  # ones[: n - 1] are still ones
-        total = float(np.add.reduce(np.multiply(v, ones[:n], out=prod[:n])))
+        if floor_in:
+            last = float(v[n - 1])
+            v[n - 1] = last * nf
+            total = float(np.add.reduce(v))
+            v[n - 1] = last
+        else:
+            total = float(np.add.reduce(v))
         tau = (total - 1.0) / float(n - 1 + n_floor if floor_in else n)
         keep = v > tau
         kept = int(np.count_nonzero(keep))
@@ -340,7 +346,7 @@ def ascent_sparse(
     """``Proj_Delta(p + eta H)`` for ``p`` in the floor + support form; returns the new form.
 
     With the compiled kernel: the same operations (and threshold) in one call, the same result bit for bit."""
-    fn = _compiled("ascent_sparse") if support.dtype == np.intp and values.dtype == np.float64 else None
+    fn = _compiled("ascent_sparse") if _K is not None and support.dtype == np.intp and values.dtype == np.float64 else None
     if fn is not None:
         idx_k = np.asarray(h.idx, dtype=np.intp)
         gain_k = np.asarray(h.gain, dtype=np.float64)
@@ -584,7 +590,9 @@ def pz_project_average(pz: PZ, eta: float, a: float) -> PZ:
     """``pz_average(pz, pz_project(pz, eta), a)``: ``p <- (1 - a) p + a Proj_Delta(p + eta z_p)`` (ADSZOG Alg. 1
     l.6-7); with the compiled kernel and the floor + support form in one call (the same operations, the same
     values bit for bit)."""
-    fn = _compiled("pz_project_average_sparse") if pz.support is not None and pz.p.dtype == pz.z.dtype == np.float64 else None
+    if _K is None or pz.support is None:
+        return pz_average(pz, pz_project(pz, eta), a)
+    fn = _compiled("pz_project_average_sparse") if pz.p.dtype == pz.z.dtype == np.float64 else None
     if fn is None:
         return pz_average(pz, pz_project(pz, eta), a)
     p, p_floor = fn(pz.p, pz.z, float(pz.p_floor), float(pz.z_floor), int(pz.m), float(eta), float(a), FLUSH)
@@ -608,7 +616,11 @@ def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
         z[h.idx] += b * h.gain
         return _pz(pz.p, z, None, 0.0, 0.0, pz.m)
     z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
-    fn = _compiled("pz_ema_sparse") if h.idx.dtype == pz.support.dtype == np.intp and h.gain.dtype == np.float64 else None
+    fn = (
+        _compiled("pz_ema_sparse")
+        if _K is not None and h.idx.dtype == pz.support.dtype == np.intp and h.gain.dtype == np.float64
+        else None
+    )
     if fn is not None:  # the same operations in one call
         union, p_k, z_k, merged = fn(pz.support, pz.p, pz.z, float(pz.p_floor), float(pz.z_floor), h.idx, h.gain,
                                      float(b), float(h.lam))  # fmt: skip
