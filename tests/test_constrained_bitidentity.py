@@ -18,7 +18,7 @@ an earlier version, and the cases whose arithmetic has changed since are compare
 (the counts exactly). The sparse form of p (``p_form="sparse"``) sums its projection's threshold
 with numpy's pairwise sums since (before: BLAS dot products), so that the compiled kernel repeats it
 bit for bit: those cases are compared to ``1e-6`` of each array's scale (measured: at most 5e-9,
-the floor of p, a difference of nearly equal numbers; 1e-10 elsewhere). The dense cases are
+the floor of p, a difference of nearly equal numbers; below 2e-10 elsewhere). The dense cases are
 still exact. Rewrite the references only on purpose::
 
     python tests/test_constrained_bitidentity.py --write
