@@ -352,3 +352,25 @@ def test_kernel_runs_are_bit_identical_on_dask(monkeypatch: pytest.MonkeyPatch) 
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
     ) as cluster, distributed.Client(cluster) as client:
         assert _same(serial, _solve("numba", client.get_executor(), chunks=3))
+
+
+@needs_numba
+def test_auto_loads_the_kernel_only_after_enough_calls_and_the_switch_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ZOFRAME_KERNEL=auto``: the numpy code for the first ``AUTO_AFTER_CALLS`` calls of a process, then the
+    kernel; a run during which the switch happens gives the numpy path's Result bit for bit."""
+    auto = _kernels._Lazy(required=False)
+    assert auto.auto
+    monkeypatch.setattr(simplex, "_K", None)
+    reference = _solve("numpy")
+    monkeypatch.setattr(simplex, "_K", auto)
+    monkeypatch.setattr(simplex, "_AUTO", auto)
+    monkeypatch.setattr(simplex, "_waited", 0)
+    assert simplex._kernel_now() is None  # the first calls: numpy
+    monkeypatch.setattr(simplex, "_waited", simplex.AUTO_AFTER_CALLS - 25)  # the switch inside the next run
+    prob = pairwise("breast-cancer", seed=0)
+    res = zoframe.minimize(prob, "adszog", **_RUN)
+    assert simplex._waited == simplex.AUTO_AFTER_CALLS and simplex._kernel_now() is auto
+    got = (res.x, res.fun, res.nfev, res.outputs["p"], np.asarray(res.trace["fun"]))
+    assert _same(got, reference)

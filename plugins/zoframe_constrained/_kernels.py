@@ -6,7 +6,10 @@ automatically, with the same results bit for bit. The environment variable ``ZOF
 read once when :mod:`zoframe_constrained.simplex` is imported:
 
 ``auto`` (default)
-    the compiled kernel when numba is installed, the numpy code otherwise;
+    the compiled kernel when numba is installed, the numpy code otherwise; the kernel is loaded only
+    once a process has made :data:`zoframe_constrained.simplex.AUTO_AFTER_CALLS` calls that could use
+    it (loading numba and the cached code costs about 0.4 s of CPU, which a run of a few thousand steps
+    does not pay back; the two paths give the same results bit for bit, so the switch changes no result);
 ``numpy``
     always the numpy code (the reference);
 ``numba``
@@ -79,6 +82,8 @@ class _Lazy:
 
     def __init__(self, required: bool = False) -> None:
         self._required = required
+        #: made by ``ZOFRAME_KERNEL=auto`` (not asked for explicitly): its user may wait before loading it
+        self.auto = not required
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

@@ -107,6 +107,23 @@ _EINSUM: Callable[..., Any] = _c_einsum()
 
 #: the compiled kernel (:mod:`zoframe_constrained._kernels`, ``ZOFRAME_KERNEL``), or ``None`` for the numpy code
 _K: Any = _kernels.kernel()
+#: ``ZOFRAME_KERNEL=auto``: the numpy code for the first this many calls that could use the kernel in a process
+#: (about 2,500 sparse steps), the kernel after them. Loading numba and the cached kernel costs about 0.4 s of
+#: CPU, which the kernel's gain (about 50 us per breast-cancer step) repays after some 7,000 steps: short runs
+#: never pay it. Both paths give the same results bit for bit, so when the switch happens changes no result.
+AUTO_AFTER_CALLS = 10_000
+_AUTO: Any = _K if getattr(_K, "auto", False) else None
+_waited = 0
+
+
+def _kernel_now() -> Any:
+    """The kernel to use for this call, or ``None`` for the numpy code (see :data:`AUTO_AFTER_CALLS`)."""
+    global _waited
+    k = _K
+    if k is not None and k is _AUTO and _waited < AUTO_AFTER_CALLS:
+        _waited += 1
+        return None
+    return k
 
 
 def _kernel_unavailable(exc: ImportError) -> None:
@@ -119,10 +136,11 @@ def _kernel_unavailable(exc: ImportError) -> None:
 def _compiled(name: str) -> Any:
     """The compiled function ``name`` of the kernel, or ``None`` for the numpy code (no kernel, or numba failed
     to import: then :func:`_kernel_unavailable`)."""
-    if _K is None:
+    k = _kernel_now()
+    if k is None:
         return None
     try:
-        return getattr(_K, name)
+        return getattr(k, name)
     except _kernels.KernelUnavailable as exc:
         _kernel_unavailable(exc)
         return None
@@ -346,7 +364,7 @@ def ascent_sparse(
     """``Proj_Delta(p + eta H)`` for ``p`` in the floor + support form; returns the new form.
 
     With the compiled kernel: the same operations (and threshold) in one call, the same result bit for bit."""
-    fn = _compiled("ascent_sparse") if _K is not None and support.dtype == np.intp and values.dtype == np.float64 else None
+    fn = _compiled("ascent_sparse") if support.dtype == np.intp and values.dtype == np.float64 else None
     if fn is not None:
         idx_k = np.asarray(h.idx, dtype=np.intp)
         gain_k = np.asarray(h.gain, dtype=np.float64)
@@ -442,12 +460,10 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
     floor mass almost every draw lands on a support entry: the gap arithmetic runs on the few draws
     that need it only (the same operations, element for element, as on the whole batch).
     """
-    if _K is not None and support.dtype == np.intp and values.dtype == u.dtype == np.float64:
-        try:  # the compiled kernel: the same indices (other dtypes keep numpy's arithmetic)
-            res_k: IntArray = _K.sample_sparse(support, values, float(floor), int(m), u)
-            return res_k
-        except _kernels.KernelUnavailable as exc:
-            _kernel_unavailable(exc)
+    fn = _compiled("sample_sparse") if support.dtype == np.intp and values.dtype == u.dtype == np.float64 else None
+    if fn is not None:  # the compiled kernel: the same indices (other dtypes keep numpy's arithmetic)
+        res_k: IntArray = fn(support, values, float(floor), int(m), u)
+        return res_k
     # the excess over the floor (values - floor; with a floor of +0.0 the values themselves, bit for bit)
     r = values if floor == 0.0 and math.copysign(1.0, floor) > 0.0 else values - floor
     cum_r = r.cumsum()
@@ -590,7 +606,7 @@ def pz_project_average(pz: PZ, eta: float, a: float) -> PZ:
     """``pz_average(pz, pz_project(pz, eta), a)``: ``p <- (1 - a) p + a Proj_Delta(p + eta z_p)`` (ADSZOG Alg. 1
     l.6-7); with the compiled kernel and the floor + support form in one call (the same operations, the same
     values bit for bit)."""
-    if _K is None or pz.support is None:
+    if pz.support is None:
         return pz_average(pz, pz_project(pz, eta), a)
     fn = _compiled("pz_project_average_sparse") if pz.p.dtype == pz.z.dtype == np.float64 else None
     if fn is None:
@@ -618,7 +634,7 @@ def pz_ema(pz: PZ, h: Ascent, b: float) -> PZ:
     z_floor = (1.0 - b) * pz.z_floor + b * (-h.lam * pz.p_floor)
     fn = (
         _compiled("pz_ema_sparse")
-        if _K is not None and h.idx.dtype == pz.support.dtype == np.intp and h.gain.dtype == np.float64
+        if h.idx.dtype == pz.support.dtype == np.intp and h.gain.dtype == np.float64
         else None
     )
     if fn is not None:  # the same operations in one call
