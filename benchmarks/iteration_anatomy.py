@@ -82,6 +82,7 @@ KERNEL: Any = (
     if simplex_mod._K is not None
     else (_kernels._Lazy() if importlib.util.find_spec("numba") is not None else None)
 )
+simplex_mod._AUTO = None  # the kernel from the first call (auto would wait AUTO_AFTER_CALLS calls before loading it)
 
 
 class Timer:
