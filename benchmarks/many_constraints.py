@@ -228,7 +228,9 @@ def family(name: str, m: int, seed: int) -> Family:
             out: np.ndarray = (X * X).sum(1)[:, None] - 2.0 * X @ C.T + (cc - r2)
             return out
 
-        return Family(name, d, m, np.zeros(d), f=f_b, grad=fgrad, g_chunk=g_b, jac=lambda x, idx: 2.0 * (x - 0.3 * rows(idx)))
+        return Family(
+            name, d, m, np.zeros(d), f=f_b, grad=fgrad, g_chunk=g_b, jac=lambda x, idx: 2.0 * (x - 0.3 * rows(idx))
+        )
     raise SystemExit(f"unknown family {name!r}")
 
 
@@ -303,7 +305,9 @@ def reference(fam: Family, tol: float = 1e-12, add: int | None = None, max_round
     S = np.sort(S)
     x = fam.x0
     vmax = math.inf
-    for rounds in range(1, max_rounds + 1):
+    rounds = 0
+    while rounds < max_rounds:
+        rounds += 1
         x = _solve_qp(fam, S) if fam.quad is not None else _solve_nlp(fam, S)
         vmax, top_i, top_v = full_pass(fam, x, top=add)
         if vmax <= tol:
@@ -449,7 +453,9 @@ def main() -> None:
     ap.add_argument("--families", default="polytope,fit,rosenbrock,balls")
     ap.add_argument("--solvers", default="adszog,dszog,slsqp-2point,cobyla")
     ap.add_argument("--mem-gb", type=float, default=2.0, help="scipy runs whose dense arrays need more are not run")
-    ap.add_argument("--check-reference", action="store_true", help="compare the exchange f* with a dense solve at m = 1e4")
+    ap.add_argument(
+        "--check-reference", action="store_true", help="compare the exchange f* with a dense solve at m = 1e4"
+    )
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     names = args.families.split(",")
@@ -465,7 +471,9 @@ def main() -> None:
             for seed in range(args.seeds):
                 fam = family(fname, m, seed)
                 ref = reference(fam)
-                refs[f"{fname}/m={m}/seed={seed}"] = {k: (round(v, 3) if k == "seconds" else v) for k, v in ref.items() if k != "x"}
+                refs[f"{fname}/m={m}/seed={seed}"] = {
+                    k: (round(v, 3) if k == "seconds" else v) for k, v in ref.items() if k != "x"
+                }
                 if args.verbose:
                     print(json.dumps({"reference": f"{fname}/m={m}/seed={seed}", **refs[f"{fname}/m={m}/seed={seed}"]}),
                           file=sys.stderr, flush=True)  # fmt: skip
