@@ -21,9 +21,9 @@ kinds of problem are the same, the random rows are now pseudo-random): row ``i``
 and phases ``phi_k`` drawn from the seed: a random-Fourier-feature row of the index, each entry of mean 0
 and variance 1, the rows equidistributed like independent draws (Weyl); it is computed as
 ``Re(U[i // P] V[i % P])`` from two tables of ``e^{i omega_k q P}`` and ``sqrt(2) e^{i (omega_k r + phi_k)}``
-(``P = 4096``). The scalars of an index (the noise of the fit, ``e_i``, ``u_i``) come from a splitmix64
-hash of the seed and the index. The same index always gives the same row, whatever the block it is asked
-in.
+(``P = max(4096, sqrt(m))``). The scalars of an index (the noise of the fit, ``e_i``, ``u_i``) come from a splitmix64
+hash of the seed and the index. The same index always gives the same row, bit for bit, whatever the block it is
+asked in (a constraint value up to the rounding of the matrix product).
 
 ``f*`` is computed independently of zoframe by an exchange (cutting-plane) method with exact gradients
 (:func:`reference`): the problem is solved on a working set of constraints (cvxpy / Clarabel for the two
@@ -72,7 +72,7 @@ from scipy.special import ndtri
 
 #: indices per generated chunk of constraint data (memory O(CHUNK d))
 CHUNK = 1 << 12
-#: the period of the second table of the Fourier rows
+#: the least period of the second table of the Fourier rows
 _P = 4096
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -96,14 +96,15 @@ class FourierRows:
     def __init__(self, d: int, m: int, rng: np.random.Generator) -> None:
         omega = rng.uniform(0.0, 2.0 * np.pi, d)
         phi = rng.uniform(0.0, 2.0 * np.pi, d)
-        q = np.arange(m // _P + 1, dtype=np.float64)
-        r = np.arange(_P, dtype=np.float64)
-        self.U = np.exp(1j * np.mod(np.outer(q * _P, omega), 2.0 * np.pi))
+        self.P = P = max(_P, math.isqrt(m) + 1)  # two tables of O(sqrt(m) d) entries
+        q = np.arange(m // P + 1, dtype=np.float64)
+        r = np.arange(P, dtype=np.float64)
+        self.U = np.exp(1j * np.mod(np.outer(q * P, omega), 2.0 * np.pi))
         self.V = math.sqrt(2.0) * np.exp(1j * (np.outer(r, omega) + phi))
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)
-        out: np.ndarray = np.ascontiguousarray((self.U[idx // _P] * self.V[idx % _P]).real)
+        out: np.ndarray = np.ascontiguousarray((self.U[idx // self.P] * self.V[idx % self.P]).real)
         return out
 
 
