@@ -45,7 +45,7 @@ Per run: relative error ``|f - f*| / max(1, |f*|)``, max violation over all ``m`
 traced memory (tracemalloc, MB) and the run process's max resident set (``getrusage``, MB; it includes
 the interpreter and libraries) and status; one final JSON line.
 
-    python benchmarks/many_constraints.py [--m 10000,100000] [--seeds 3] [--cap 120]
+    python benchmarks/many_constraints.py [--m 10000,100000] [--seeds 3] [--first-seed 0] [--cap 120]
         [--families polytope,fit,rosenbrock,balls] [--solvers adszog,dszog,slsqp-2point,cobyla]
         [--mem-gb 2] [--check-reference]
 """
@@ -343,16 +343,22 @@ def _maxrss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
 
 
+def _cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return float(ru.ru_utime + ru.ru_stime)
+
+
 def _zoframe_child(fam: Family, solver: str, seed: int, cap: float, conn: Any) -> None:
     import zoframe
 
     tracemalloc.start()
     t0 = time.perf_counter()
+    cpu0 = _cpu_seconds()
     prob = zoframe.Constrained(fam.f, fam.g, m=fam.m, x0=fam.x0)
     r = zoframe.minimize(prob, solver, rng=seed, max_calls=100 * fam.d * (1 + fam.m), max_time=cap, record_every=0)
     sec = time.perf_counter() - t0
     conn.send({"x": np.asarray(r.x), "status": r.status.name, "success": bool(r.success), "evals": int(r.nfev),
-               "seconds": sec, "peak_mb": tracemalloc.get_traced_memory()[1] / 2**20, "maxrss_mb": _maxrss_mb(),
+               "seconds": sec, "cpu_seconds": _cpu_seconds() - cpu0, "peak_mb": tracemalloc.get_traced_memory()[1] / 2**20, "maxrss_mb": _maxrss_mb(),
                "message": str(r.message)[:400]})  # fmt: skip
     conn.close()
 
@@ -381,6 +387,7 @@ def _scipy_child(fam: Family, method: str, shared: Any) -> None:
     peak traced memory and the max RSS go to ``shared`` after every constraint call (the parent may kill it)."""
     d, m = fam.d, fam.m
     tracemalloc.start()
+    cpu0 = _cpu_seconds()
     idx_all = np.arange(m)
     best_f = [math.inf]
     shared[:d] = np.asarray(fam.x0, dtype=float)
@@ -398,6 +405,7 @@ def _scipy_child(fam: Family, method: str, shared: Any) -> None:
             shared[:d] = x
         shared[d + 2] = tracemalloc.get_traced_memory()[1] / 2**20
         shared[d + 3] = _maxrss_mb()
+        shared[d + 4] = _cpu_seconds() - cpu0
         return np.asarray(-g)
 
     with warnings.catch_warnings():
@@ -411,6 +419,7 @@ def _scipy_child(fam: Family, method: str, shared: Any) -> None:
     shared[:d] = res.x
     shared[d + 2] = tracemalloc.get_traced_memory()[1] / 2**20
     shared[d + 3] = _maxrss_mb()
+    shared[d + 4] = _cpu_seconds() - cpu0
     shared[d] = 1.0 if res.success else 2.0  # done: converged / not
 
 
@@ -418,7 +427,7 @@ def run_scipy(fam: Family, method: str, cap: float) -> dict[str, Any]:
     """scipy in a forked child process, killed at the wall-clock cap (COBYLA's own linear algebra over m
     constraints cannot be interrupted from a callback); the capped result is the best feasible point seen."""
     d = fam.d
-    shared = mp.get_context("fork").Array("d", d + 4, lock=False)
+    shared = mp.get_context("fork").Array("d", d + 5, lock=False)
     t0 = time.perf_counter()
     child = mp.get_context("fork").Process(target=_scipy_child, args=(fam, method, shared))
     child.start()
@@ -429,7 +438,8 @@ def run_scipy(fam: Family, method: str, cap: float) -> dict[str, Any]:
     state = shared[d]
     status = {1.0: "success", 2.0: "not converged"}.get(state, "wall-clock cap")
     return {"x": np.array(shared[:d]), "status": status, "success": status == "success", "evals": int(shared[d + 1]),
-            "seconds": time.perf_counter() - t0, "peak_mb": float(shared[d + 2]), "maxrss_mb": float(shared[d + 3])}  # fmt: skip
+            "seconds": time.perf_counter() - t0, "peak_mb": float(shared[d + 2]), "maxrss_mb": float(shared[d + 3]),
+            "cpu_seconds": float(shared[d + 4])}  # fmt: skip
 
 
 def check_reference(names: list[str], m: int, seeds: int) -> dict[str, float]:
@@ -450,6 +460,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", default="10000,100000")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     ap.add_argument("--cap", type=float, default=120.0)
     ap.add_argument("--families", default="polytope,fit,rosenbrock,balls")
     ap.add_argument("--solvers", default="adszog,dszog,slsqp-2point,cobyla")
@@ -469,7 +480,7 @@ def main() -> None:
     refs: dict[str, Any] = {}
     for m in [int(float(v)) for v in args.m.split(",")]:
         for fname in names:
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 fam = family(fname, m, seed)
                 ref = reference(fam)
                 refs[f"{fname}/m={m}/seed={seed}"] = {
@@ -498,6 +509,7 @@ def main() -> None:
                         "violation": max(0.0, full_pass(fam, x)[0]), "seconds": round(out["seconds"], 3),
                         "peak_mb": round(out["peak_mb"], 1), "maxrss_mb": round(out["maxrss_mb"], 1), "load_average": round(load, 2),
                         "status": out["status"], "success": out["success"], "evals_full": out["evals"] / (1 + m),
+                        "cpu_seconds": round(out.get("cpu_seconds", math.nan), 1), "message": out.get("message", ""),
                     }  # fmt: skip
                     rows.append(row)
                     if args.verbose:
@@ -517,6 +529,7 @@ def main() -> None:
                     "median_rel_error": float(np.median([r["rel_error"] for r in sel])),
                     "median_violation": float(np.median([r["violation"] for r in sel])),
                     "median_seconds": float(np.median([r["seconds"] for r in sel])),
+                    "median_cpu_seconds": float(np.median([r["cpu_seconds"] for r in sel])),
                     "max_peak_mb": float(max(r["peak_mb"] for r in sel)),
                     "max_maxrss_mb": float(max(r["maxrss_mb"] for r in sel)),
                     "load_average": [r["load_average"] for r in sel],
