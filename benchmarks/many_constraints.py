@@ -337,7 +337,7 @@ def scipy_need_bytes(method: str, m: int, d: int) -> int:
     ``_minimize_slsqp`` (``d(d+1)/2 + 3 m d + 9 m + 8 d^2 + 35 d + 28`` doubles); COBYLA (scipy's PRIMA
     port): the ``m x (d + 1)`` constraint values of its simplex (built as ``zeros + REALMAX``: two such
     arrays at once) and the ``d x m`` gradients of its linear models, ``m (3 d + 2)`` doubles (the traced
-    peak measured at m = 1e7, d = 12: 2.9 GB, the same)."""
+    peak measured at m = 1e7, d = 12: 2.84 GiB, as computed)."""
     if method == "slsqp-2point":
         return 8 * (2 * m * d + d * (d + 1) // 2 + 3 * m * d + 9 * m + 8 * d * d + 35 * d + 28)
     return 8 * m * (3 * d + 2)
