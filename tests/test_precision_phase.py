@@ -319,3 +319,35 @@ def test_a_small_problem_is_in_the_phase_from_x0() -> None:
     assert res.success
     assert set(np.unique(np.asarray(res.trace["phase"]))) == {3.0}
     assert any("precision phase from x0" in note for note in res.notes)
+
+
+def test_a_converged_step_that_still_reduces_the_violation_is_taken() -> None:
+    """P5c: at a point 1e-7 outside a halfspace (within violation_tol = 1e-6) whose QP step (1e-7) is below
+    xtol, the tests of P5 pass; the phase still takes that step, which brings the violation to rounding
+    (one objective and one full pass more), and ends CONVERGED there. A step that would raise the violation
+    (none here) would leave the point as it is."""
+    d, m = 5, 50
+    a = np.zeros(d)
+    a[0] = 2.0
+    b = np.concatenate([[1.0], np.full(m - 1, 10.0)])
+
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = X[:, :1] - b[idx][None, :]
+        return out
+
+    prob = zoframe.Constrained(lambda X: ((X - a) ** 2).sum(1), con, m=m, x0=np.zeros(d))
+    settings = PrecisionSettings(xtol=1e-6)
+    oracle = CountingOracle(prob)
+    x0 = np.zeros(d)
+    x0[0] = 1.0 + 1e-7
+    st = precision_start(oracle, x0, settings)
+    assert st.vmax == pytest.approx(1e-7, rel=1e-6)
+    calls = oracle.calls
+    out = precision_step(oracle, st, settings)
+    assert out.status == 1  # CONVERGED
+    assert out.vmax <= 1e-15 < st.vmax
+    assert out.x[0] == pytest.approx(1.0, abs=1e-13)
+    assert out.fx == pytest.approx(1.0, abs=1e-12)
+    assert out.step == pytest.approx(1e-7, rel=1e-6)
+    # the iteration's gradients (2 d + (2 d + 1) |W|) and one trial point (n + m) more
+    assert oracle.calls - calls == out.cost == 2 * d + (2 * d + 1) * out.working + 1 + m

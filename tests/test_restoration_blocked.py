@@ -78,3 +78,40 @@ def test_a_blocked_round_holds_no_m_vector(monkeypatch: pytest.MonkeyPatch) -> N
     one_call, _ = _round_peak(prob)
     assert blocked < 40 * 2**20, f"blocked: traced peak {blocked / 2**20:.1f} MiB"
     assert one_call > 100 * 2**20, f"one call: traced peak {one_call / 2**20:.1f} MiB"
+
+
+def test_the_starting_distribution_is_computed_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """p*(x0) (Alg. 1 l.2) over more constraints than a block: the user's function is called per block of
+    consecutive indices (never with all m), every constraint is charged once, and p* and max |f_j| are
+    those of the one-call evaluation, bit for bit (an elementwise constraint function)."""
+    m, d = 25_000, 5
+    rng = np.random.default_rng(3)
+    r2 = rng.uniform(0.5, 2.0, m)
+    sizes: list[int] = []
+
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        sizes.append(int(np.asarray(idx).shape[0]))
+        out: np.ndarray = (X * X).sum(1)[:, None] - r2[idx][None, :]
+        return out
+
+    prob = zoframe.Constrained(lambda X: (X * X).sum(1), con, m=m, x0=np.ones(d))
+    solver = zoframe.default_registry().solver("adszog").cls()
+    w = np.full(d, 0.6)
+    one = CountingOracle(prob)
+    p_one, c_one = solver._p_star(one, w)
+    assert max(sizes) == m
+    sizes.clear()
+    monkeypatch.setattr(S, "FULL_PASS_BLOCK", 4096)
+    blocked = CountingOracle(prob)
+    p_blocked, c_blocked = solver._p_star(blocked, w)
+    assert max(sizes) == 4096 and sum(sizes) == m and len(sizes) == -(-m // 4096)
+    assert blocked.calls == one.calls == m
+    np.testing.assert_array_equal(p_blocked, p_one)
+    assert c_blocked == c_one
+    assert 0 < np.count_nonzero(p_one) < m  # some constraints violated at w, not all
+    # a budget below m is refused by one call before anything is evaluated, as before
+    sizes.clear()
+    short = CountingOracle(prob, max_calls=m - 1)
+    with pytest.raises(zoframe.errors.BudgetExhausted):
+        solver._p_star(short, w)
+    assert sizes == [] and short.calls == 0

@@ -40,6 +40,8 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
     P5b at such a point, a second-order probe: x +- t v along two random directions v in the null space of
         the active gradients; a feasible probe point with a lower objective (a saddle, a maximum along the
         boundary) is taken as the next iterate and the phase goes on
+    P5c at such a point with a violation left, the QP step (small, but aimed at the linearised constraints) is
+        tried once: it is taken when the max violation over all m (full pass) drops and the merit does not rise
     P6  line search on the merit f + rho max(0, max_j g_j) (rho >= 1.5 sum lam, and large enough for p to
         descend on the merit when the linearisation removes violation): each trial is one objective pass
         over the n components and one blocked value-only pass over all m constraints
@@ -438,9 +440,11 @@ def precision_step(
                 s_prev=np.zeros(0), probes=st.probes + 1, cost=spent, spent=st.spent + spent, fails=0,
                 best_x=trial.copy(), best_f=ft, best_v=vt, **base,
             )  # fmt: skip
+        done = dataclasses.replace(st, status=CONVERGED, lam_idx=lam_idx, lam=lam, mu=mu, B=B, **base)
+        if st.vmax > 0.0 and step > 0.0:  # P5c: the converged step still reduces a violation: take it if it does
+            done = _last_step(oracle, done, p, lam, mu, settings, K)
         spent = oracle.calls - spent0
-        return dataclasses.replace(st, status=CONVERGED, lam_idx=lam_idx, lam=lam, mu=mu, B=B, cost=spent,
-                                   spent=st.spent + spent, **base)  # fmt: skip
+        return dataclasses.replace(done, cost=spent, spent=st.spent + spent)
     act = pos | (gW + J @ p >= -settings.violation_tol)  # the rows active in the QP (for P6b)
     # P6: the merit f + rho max(0, max_j g_j, max_l |h_l|), rho above the l1 norm of the multipliers
     rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))
@@ -531,6 +535,31 @@ def _soc(
     if ft + rho * max(vt, 0.0) <= bound:
         return corrected, ft, vt, cand, cval
     return None
+
+
+def _last_step(
+    oracle: CountingOracle, st: PrecisionState, p: Array, lam: Array, mu: Array, settings: PrecisionSettings, k: int
+) -> PrecisionState:
+    """P5c: at a point that passed the tests of P5 with some violation left (at most ``violation_tol``), the QP
+    step ``p`` (below ``xtol``, but aimed at the linearised constraints) is tried once: one objective pass
+    and one full pass at ``x + p`` (``n + m`` evaluations, within the iteration's budget). It replaces ``x``
+    when the max violation over all ``m`` drops and the merit ``f + rho max(0, v)`` does not rise; otherwise
+    ``st`` is returned as it is. A quadratically convergent step taken small with respect to ``xtol`` can
+    still take the violation from ``violation_tol``'s order down to rounding."""
+    trial = _inside(oracle, (st.x + p)[None, :])[0]
+    try:
+        ft = float(_objective(oracle, trial[None, :])[0])
+        vt, cand, _ = _pass(oracle, trial, k)
+    except NonFiniteValueError:
+        return st
+    rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())))
+    if not (vt < st.vmax and math.isfinite(ft) and ft + rho * max(vt, 0.0) <= st.fx + rho * st.violation):
+        return st
+    better = max(vt, 0.0) <= settings.violation_tol and ft <= st.best_f
+    return dataclasses.replace(
+        st, x=trial, fx=ft, vmax=vt, cand=cand, step=float(np.abs(p).max()),
+        best_x=trial.copy() if better else st.best_x, best_f=ft if better else st.best_f, best_v=vt if better else st.best_v,
+    )  # fmt: skip
 
 
 def _probe(

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from zoframe.errors import DivergedError, IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
 from zoframe.estimators import CoordinateEstimator, _check_underflow, _RandomDirections
+from zoframe.measures import FULL_PASS_BLOCK
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, Estimator, IntArray
 from zoframe.result import Status
@@ -121,6 +122,24 @@ def _finite(vals: Array, oracle: CountingOracle, what: str) -> Array:
             "constraint return a large finite number where it is undefined."
         )
     return vals
+
+
+def _all_constraints(oracle: CountingOracle, w: Array) -> Array:
+    """All ``m`` constraint values at ``w`` (one dense ``m``-vector, purpose ``"init"``): one call up to
+    :data:`~zoframe.measures.FULL_PASS_BLOCK` constraints, above it one call per block of consecutive indices,
+    so that the user's function never works on more than a block at once (a function that gathers its rows
+    ``A[idx]`` would otherwise copy all ``m x d`` of them). A budget too small for all ``m`` is refused by the
+    single call before anything is evaluated."""
+    m = oracle.m
+    remaining = oracle.remaining
+    if m <= FULL_PASS_BLOCK or (remaining is not None and remaining < m):
+        out: Array = oracle.constraints(w, None, purpose="init")[0]
+        return out
+    v = np.empty(m, dtype=np.float64)
+    for lo in range(0, m, FULL_PASS_BLOCK):
+        hi = min(m, lo + FULL_PASS_BLOCK)
+        v[lo:hi] = oracle.constraints(w, np.arange(lo, hi, dtype=np.intp), purpose="init")[0]
+    return v
 
 
 #: the machine epsilon of float64 (``np.finfo`` costs several microseconds per call)
@@ -666,14 +685,14 @@ class _PenaltyMinimax(SolverBase):
     def _p_star(self, oracle: CountingOracle, w: Array, beta: float | None = None) -> tuple[Array, float]:
         """``(p*(w), max_j |f_j(w)|)``.
 
-        One dense ``m``-vector: the constraint values (the oracle's result, which the caller owns) are
+        One dense ``m``-vector: the constraint values (the oracle's result or the blocks' buffer, owned here) are
         turned into ``beta max(f, 0)^2 / lambda`` in place (the same operations in the same order as the
         expression) and projected in place.
         """
         b = self.beta if beta is None else beta
         if oracle.m == 0:  # equality constraints alone: no p (the precision phase runs from x0, see small())
             return np.zeros(0), 0.0
-        v = _finite(oracle.constraints(w, None, purpose="init")[0], oracle, "at the starting point")
+        v = _finite(_all_constraints(oracle, w), oracle, "at the starting point")
         c0 = max(float(v.max()), -float(v.min()))  # max_j |f_j|, without an |f| temporary
         np.maximum(v, 0.0, out=v)  # the constraint values are read: no second m-vector
         np.multiply(v, v, out=v)  # ** 2
