@@ -726,7 +726,14 @@ class _ScipySession(_Session):
                 _check_point(xp, exc)
                 raise
             if g is None:  # no constraints: violation 0, and f alone is logged (_append_one's first case)
-                self.best.observe_one(xp, f, 0.0)
+                best = self.best
+                kv, kf = best._key
+                # observe_one(xp, f, 0.0) for a point that is not the best counts it and no more: the class
+                # of violation 0 is the lowest (kv >= 0), and a NaN f (inf there) never beats kf
+                if kv != 0.0 or f < kf:
+                    best.observe_one(xp, f, 0.0)
+                else:
+                    best.points += 1
                 self._fs.append(f)
             else:
                 v = float(_violations(g[None, :], self.m_eq)[0]) if self.m_eq else max(float(g.max()), 0.0)
