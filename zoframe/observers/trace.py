@@ -155,6 +155,11 @@ class TraceRecorder:
     def start(self, loop: RunLoop) -> Stop | None:
         return self.record(loop)
 
+    def next_call(self, nit: int) -> int:
+        """The first iteration after ``nit`` at which a record may be due (the run loop skips the calls
+        before it; a resumed run, whose ``_next`` is 0, is called at its first step)."""
+        return self._next if self._next > nit else nit + 1
+
     def iteration(self, loop: RunLoop) -> Stop | None:
         nit = loop.nit
         if nit < self._next:  # most steps: one comparison
