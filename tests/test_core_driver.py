@@ -19,6 +19,7 @@ from zoframe import (
     Status,
     UnknownNameError,
 )
+from zoframe.observers.trace import next_on_grid, record_iterations
 from zoframe.oracle import CountingOracle
 from zoframe.testing.problems import SmokeFiniteSum, SmokeMinimax, smoke_problem
 
@@ -69,7 +70,7 @@ def test_max_calls_is_exact() -> None:
     res = zoframe.minimize(SmokeFiniteSum(n=50), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
     assert res.status is Status.BUDGET and not res.success and "max_calls=1000" in res.message
     assert res.nfev == 990 and res.nit == 9  # the 10th estimate (110 calls) would exceed 1000
-    assert res.nfev_by_purpose["monitor"] == 2 * 50  # first and last record, not charged
+    assert res.nfev_by_purpose["monitor"] == 7 * 50  # records at 0, 1, 2, 3, 5, 7 and the last (9), not charged
 
 
 def test_smoke_problems_are_monitor_free_and_their_measures_cost_no_budget() -> None:
@@ -86,12 +87,18 @@ def test_smoke_problems_are_monitor_free_and_their_measures_cost_no_budget() -> 
 
 def test_monitoring_a_black_box_is_paid_from_max_calls() -> None:
     # ls_problem is a user black box (n = 50): each record is 50 real calls
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
+    kw: dict[str, Any] = {"rng": 0, "max_calls": 1000, "max_iter": 10**6, "batch": 10, "q": 10}
+    res = zoframe.minimize(ls_problem(), "zo-sgd", record_every=0, **kw)
     monitor = res.nfev_by_purpose["monitor"]
     assert res.status is Status.BUDGET and res.nfev + monitor <= 1000
     # the first record (50) is paid, and its cost is kept back for the final record: 900 for the solver
     assert res.nfev == 880 and res.nit == 8 and monitor == 100
     assert math.isfinite(res.fun) and res.trace["iteration"][-1] == 8
+    # the default records at 0, 1, 2, 3 and 5 too, each paid: 5 * 50 spent and 50 kept back leave 700
+    # for the solver, 6 steps of 110; the final record at 6 takes the 50 kept back
+    grid = zoframe.minimize(ls_problem(), "zo-sgd", **kw)
+    assert list(grid.trace["iteration"]) == [0, 1, 2, 3, 5, 6]
+    assert grid.nfev == 660 and grid.nfev_by_purpose["monitor"] == 300 and grid.status is Status.BUDGET
     # without a call budget nothing is held back, and the monitor's calls are still shown
     free = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=8, batch=10, q=10, record_every=0)
     assert free.nfev == 880 and free.nfev_by_purpose["monitor"] == 100 and np.array_equal(free.x, res.x)
@@ -130,6 +137,28 @@ def test_record_every_controls_the_trace() -> None:
     res0 = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=20, record_every=0)
     assert list(res0.trace["iteration"]) == [0, 20]
     assert "iteration,calls,seconds,fun" in res.trace.to_csv().splitlines()[0]
+
+
+def test_the_default_trace_records_on_a_geometric_grid(tmp_path: Path) -> None:
+    grid = [0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100]
+    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=123, batch=5)
+    assert list(res.trace["iteration"]) == [*grid, 123] == record_iterations(None, 123)
+    assert res.nfev_by_purpose["monitor"] == 14 * 50  # 14 records of the n = 50 components
+    assert [next_on_grid(k) for k in (0, 7, 99, 100, 149, 700, 1_000_000)] == [1, 10, 100, 150, 150, 1000, 1_500_000]
+    # a few records per decade, however long the run: 21 for 2000 iterations, 27 for 20 000
+    assert len(record_iterations(None, 2000)) == 21 and len(record_iterations(None, 20_000)) == 27
+    # a dense trace on request
+    assert record_iterations(10, 35) == [0, 10, 20, 30, 35] and record_iterations(0, 35) == [0, 35]
+    # a budget stop records where it stopped; a resumed run records on the same grid as a straight one
+    free = SmokeFiniteSum(n=50)  # monitor_free: the records cost no budget
+    stop = zoframe.minimize(free, "zo-sgd", rng=0, max_calls=41 * 11 * 5 + 7, batch=5)
+    assert stop.nit == 41 and list(stop.trace["iteration"]) == [*grid[:10], 41]
+    ck = tmp_path / "run"
+    zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=12, batch=5, checkpoint=ck)
+    rest = zoframe.minimize(ls_problem(), "zo-sgd", max_iter=123, batch=5, resume=ck)
+    assert list(rest.trace["iteration"]) == [*grid[:7], 12, *grid[7:], 123]
+    assert np.array_equal(rest.x, res.x) and np.array_equal(rest.trace["fun"][[0, 1, 2, 3, 4, 5, 6, 8]],
+                                                             res.trace["fun"][:8])
 
 
 def test_checkpoint_and_resume_reach_the_same_final_x(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """``minimize`` with the basic solvers, bit for bit against stored references and a plain loop.
 
 The stored references (``tests/data/run_bitidentity.json``) hold, for a set of runs of ``zo-sgd`` and
-``zo-signsgd`` (full batch and mini-batches, trace on and off, the default and the sphere and
-coordinate estimators, a callback, a ``max_calls`` stop, a box, ``nonfinite="inf"``, a checkpoint
+``zo-signsgd`` (full batch and mini-batches, a dense trace, the default trace and none, the default
+and the sphere and coordinate estimators, a callback, a ``max_calls`` stop, a box, ``nonfinite="inf"``, a checkpoint
 and its resume), every deterministic field of the :class:`~zoframe.Result`: ``x``, ``x_best``,
 ``fun``, ``fun_best``, ``nit``, ``nfev``, ``user_calls``, the counts by kind and purpose, the status,
 message and success, the measures, the outputs and every trace column but ``seconds``; plus what a
@@ -63,7 +63,7 @@ def _runs(tmp: Path) -> dict[str, Any]:
     """Every case: name -> (result, what a callback saw or the warnings caught, or None)."""
     out: dict[str, Any] = {}
     ls = _ls()
-    out["sgd-full"] = (zoframe.minimize(ls, "zo-sgd", rng=1, max_iter=40, eta=0.05), None)
+    out["sgd-full"] = (zoframe.minimize(ls, "zo-sgd", rng=1, max_iter=40, record_every=1, eta=0.05), None)
     out["sgd-b10-notrace"] = (zoframe.minimize(ls, "zo-sgd", rng=2, max_iter=300, record_every=0, eta=0.05,
                                                batch=10), None)
     out["sgd-b37-every7"] = (zoframe.minimize(ls, "zo-sgd", rng=3, max_iter=100, record_every=7, eta=0.03, q=4,
@@ -80,16 +80,17 @@ def _runs(tmp: Path) -> dict[str, Any]:
 
     out["sgd-callback"] = (zoframe.minimize(ls, "zo-sgd", rng=5, max_iter=100, record_every=4, eta=0.05, batch=15,
                                             callback=cb), seen)
-    out["sgd-sphere"] = (zoframe.minimize(ls, "zo-sgd", rng=6, max_iter=60, eta=0.01, batch=30, estimator="sphere",
+    out["sgd-sphere"] = (zoframe.minimize(ls, "zo-sgd", rng=6, max_iter=60, record_every=1, eta=0.01, batch=30,
+                                          estimator="sphere",
                                           estimator_params={"q": 3, "mu": 1e-3}), None)
-    out["sgd-coordinate"] = (zoframe.minimize(ls, "zo-sgd", rng=7, max_iter=30, eta=0.05, batch=25,
+    out["sgd-coordinate"] = (zoframe.minimize(ls, "zo-sgd", rng=7, max_iter=30, record_every=1, eta=0.05, batch=25,
                                               estimator="coordinate"), None)
-    out["sgd-gaussian-instance"] = (zoframe.minimize(ls, "zo-sgd", rng=8, max_iter=50, eta=0.05, batch=50,
+    out["sgd-gaussian-instance"] = (zoframe.minimize(ls, "zo-sgd", rng=8, max_iter=50, record_every=1, eta=0.05, batch=50,
                                                      estimator=GaussianEstimator(q=6, mu=2e-3)), None)
     out["sgd-box"] = (zoframe.minimize(_boxed(_boxed_fun), "zo-sgd", rng=9, max_iter=80, eta=0.05, batch=8,
                                        record_every=3), None)
     out["sgd-quadratic-inf"] = (zoframe.minimize(Quadratic(dim=8, cond=50.0, seed=1), "zo-sgd", rng=10,
-                                                 max_iter=120, eta=0.02, nonfinite="inf"), None)
+                                                 max_iter=120, record_every=2, eta=0.02, nonfinite="inf"), None)
     with warnings.catch_warnings(record=True) as caught:  # the estimate underflows on the way out
         warnings.simplefilter("always")
         res = zoframe.minimize(Quadratic(dim=5, cond=10.0, seed=2), "zo-sgd", rng=11, max_iter=400, eta=1.5,
@@ -100,9 +101,14 @@ def _runs(tmp: Path) -> dict[str, Any]:
         res = zoframe.minimize(zoframe.FiniteSum(_runaway, x0=np.zeros(3)), "zo-sgd", rng=15, max_iter=200, eta=1.0,
                                nonfinite="inf", record_every=10)
     out["sgd-nonfinite"] = (res, sorted({w.category.__name__ for w in caught}))
-    out["signsgd"] = (zoframe.minimize(ls, "zo-signsgd", rng=12, max_iter=80, eta=0.01, batch=16), None)
+    out["signsgd"] = (zoframe.minimize(ls, "zo-signsgd", rng=12, max_iter=80, record_every=1, eta=0.01, batch=16),
+                      None)
     out["signsgd-decay"] = (zoframe.minimize(ls, "zo-signsgd", rng=13, max_iter=80, eta=0.02, decay=True,
                                              record_every=0), None)
+    # the default trace: records at 0, 1, 2, 3, 5, 7, 10, ... and the last iteration
+    out["sgd-default-trace"] = (zoframe.minimize(ls, "zo-sgd", rng=16, max_iter=321, eta=0.05, batch=10), None)
+    out["sgd-default-trace-budget"] = (zoframe.minimize(ls, "zo-sgd", rng=17, max_calls=11 * 20 * 77 + 5, eta=0.05,
+                                                        batch=20), None)
     path = tmp / "ckpt"
     first = zoframe.minimize(ls, "zo-sgd", rng=14, max_iter=30, eta=0.05, batch=12, record_every=6,
                              checkpoint=path, checkpoint_every=10)

@@ -294,8 +294,6 @@ def build_run(
         raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
     if checkpoint_every is not None and checkpoint is None:
         raise InvalidInputError("checkpoint_every needs a checkpoint path")
-    if record_every is None:
-        record_every = max(1, math.ceil(max_iter / 100)) if max_iter is not None else 10
     config = params_of(solv)
 
     oracle = CountingOracle(
@@ -425,8 +423,13 @@ def minimize(
     callback:
         called with an :class:`IterationInfo` after every iteration; returning ``True`` stops.
     record_every:
-        record the trace every this many iterations (default: about 100 records per run;
-        ``0`` records only the first and last iterate).
+        when the trace records (the problem's measures: ``fun``, ...). Default ``None``: at
+        iteration 0, at ``1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, ...`` (six per decade)
+        and at the last iteration, so the measures cost a few records per decade of iterations
+        (21 records for 2000 iterations), whatever the run's length. An integer ``k`` records
+        every ``k`` iterations and the last: a dense trace (``record_every=math.ceil(max_iter / 100)``
+        gives about 100 records, as the default did before the grid); ``0`` records only the first
+        and the last iterate. The best point (``x_best``, ``fun_best``) is the best recorded one.
     progress:
         show a progress bar (after half a second) on stderr, when stderr is a terminal
         (``ZOFRAME_PROGRESS=0`` hides it everywhere, ``=always`` draws it off a terminal too).

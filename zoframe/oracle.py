@@ -613,26 +613,40 @@ class CountingOracle:
         n = self.n
         m = self.m if kind == "constrained" else 0
         calls = self.calls
-        if self.max_calls is not None and calls + n + m > self.max_calls:
-            raise BudgetExhausted(n + m, calls, self.max_calls)
-        if type(x) is np.ndarray and x.dtype == _FLOAT64 and x.shape == self._one_shape:
+        max_calls = self.max_calls
+        if max_calls is not None and calls + n + m > max_calls:
+            raise BudgetExhausted(n + m, calls, max_calls)
+        if type(x) is _NDARRAY and x.dtype is _FLOAT64 and x.shape == self._one_shape:
             pts = x.reshape(self._row_shape).copy()  # _one_point's array, without its checks' layers
             pts.setflags(write=False)
         else:
             pts = _one_point(x, self.dim, "evaluate_full")
         # one row is one block, one call each: _evaluate's one-block case with its counts and checks,
-        # written out for the peers' per-point path (one layer less per call)
+        # written out for the peers' per-point path (the helpers' common cases inline, as in _owned)
         problem = self._problem
         fn = problem.components
-        ids = self._indices(None, n, "component")
-        self._charge(n, "objective", purpose, True)
+        ids = self._all.get(n)  # _indices(None, n): arange(n), read-only, kept for the run
+        if ids is None:
+            ids = self._indices(None, n, "component")
+        # _charge's budgeted case (the budget was checked above, for n + m)
+        self.calls = calls + n
+        pair = _OBJECTIVE.estimate if purpose == "estimate" else ("objective", purpose)
+        hot = self._hot
+        if pair is hot or pair == hot:  # the pair counted last: one int addition
+            self._hot_count += n
+        else:
+            self._count_budgeted(pair, n)
         self.user_calls += 1
         t0 = _clock()
         try:
             raw = fn(pts, ids)
         finally:
             self.seconds += _clock() - t0
-        out = _result(raw, 1, n, self, fn, "objective")
+        # _result's common case: a float64 (1, n) array that owns its memory, kept if declared fresh
+        if type(raw) is _NDARRAY and raw.dtype is _FLOAT64 and raw.shape == (1, n) and (flags := raw.flags).owndata:
+            out: Array = raw if self._fresh and flags.writeable else raw.copy(order="K")
+        else:
+            out = _result(raw, 1, n, self, fn, "objective")
         if n == 1:  # the value itself (a mean over one value would turn -0.0 into 0.0)
             f = float(out[0, 0])
             if not math.isfinite(f):

@@ -60,7 +60,11 @@ class Observer(Protocol):
     returned :data:`Stop` ends the run: the callback uses it), ``end(loop)`` once after the loop,
     also when it failed (``loop.failure`` is then set). An observer with an attribute
     ``per_step = False`` has nothing to do after a step and is not called then (the loop's cost
-    per step stays that of the observers that work).
+    per step stays that of the observers that work). An observer with a method
+    ``next_call(nit) -> int`` needs no call after a step before that iteration (the trace recorder
+    between two records): when every observer called after steps has one, and the solver has no
+    stopping rule and the iterate is not tested after every step, :meth:`RunLoop.run` calls them
+    only from the earliest such iteration on (:meth:`RunLoop.step` still calls them after every step).
     """
 
     def start(self, loop: RunLoop) -> Stop | None: ...
@@ -117,7 +121,11 @@ class RunLoop:
         self.max_time = max_time
         self.observers = tuple(observers)
         # only the observers with work after a step are called after each step
-        self._per_step = tuple(o.iteration for o in self.observers if getattr(o, "per_step", True))
+        stepped = [o for o in self.observers if getattr(o, "per_step", True)]
+        self._per_step = tuple(o.iteration for o in stepped)
+        # the observers' next_call methods, when every observer called after steps has one (else None)
+        wakes: list[Callable[[int], int]] = [w for o in stepped if callable(w := getattr(o, "next_call", None))]
+        self._wakes = tuple(wakes) if stepped and len(wakes) == len(stepped) else None
         self.state = state
         self.nit = nit
         self.seconds = seconds
@@ -171,9 +179,12 @@ class RunLoop:
         back after them).
         """
         after = self._after_step if (self._per_step or self.check_every_step or self._terminate is not _never) else None
+        # the observers' own schedule (next_call), when only they need the loop after a step
+        wakes = self._wakes if not (self.check_every_step or self._terminate is not _never) else None
         solver_step, oracle, rng, now = self._step, self.oracle, self.rng, _now
         iter_cap, time_cap = self._iter_cap, self._time_cap
         state, nit, seconds = self.state, self.nit, self.seconds
+        wake = 0 if wakes is None else min(w(nit) for w in wakes)
         while True:
             if nit >= iter_cap or seconds >= time_cap:
                 stop = self.budget_reached()
@@ -184,11 +195,13 @@ class RunLoop:
             seconds += now() - t0
             nit += 1
             self.state, self.seconds, self.nit, self.row = state, seconds, nit, None
-            if after is not None:
+            if after is not None and nit >= wake:
                 stop = after(state)
                 if stop is not None:
                     return stop
                 state, nit, seconds = self.state, self.nit, self.seconds  # as an observer left them
+                if wakes is not None:
+                    wake = min(w(nit) for w in wakes)
 
     def init(self) -> None:
         t0 = time.perf_counter()

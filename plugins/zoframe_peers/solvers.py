@@ -725,14 +725,20 @@ class _ScipySession(_Session):
             except NonFiniteValueError as exc:
                 _check_point(xp, exc)
                 raise
-            if g is None:
-                v = 0.0
-            elif self.m_eq:
-                v = float(_violations(g[None, :], self.m_eq)[0])
+            if g is None:  # no constraints: violation 0, and f alone is logged (_append_one's first case)
+                best = self.best
+                kv, kf = best._key
+                # observe_one(xp, f, 0.0) for a point that is not the best counts it and no more: the class
+                # of violation 0 is the lowest (kv >= 0), and a NaN f (inf there) never beats kf
+                if kv != 0.0 or f < kf:
+                    best.observe_one(xp, f, 0.0)
+                else:
+                    best.points += 1
+                self._fs.append(f)
             else:
-                v = max(float(g.max()), 0.0)
-            self.best.observe_one(xp, f, v)
-            self._append_one(f, g)
+                v = float(_violations(g[None, :], self.m_eq)[0]) if self.m_eq else max(float(g.max()), 0.0)
+                self.best.observe_one(xp, f, v)
+                self._append_one(f, g)
         self._last = (key, f, g)
         self._g = g
         return f

@@ -1,5 +1,15 @@
 """The trace recorder: ``iteration``, ``calls``, ``seconds`` and the problem's measures along a run.
 
+When it records (:func:`record_iterations`): by default at iteration 0, on a geometric grid of
+round numbers, six per decade (``1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, ...``), and at the
+last iteration; with ``record_every=k`` every ``k`` iterations (the dense trace), with ``0`` only at
+the first and the last. The grid depends on the iteration number alone (never on time or on the
+budget), so the same run gives the same rows however it is run, and its cost grows as the
+logarithm of the run's length: a record computes the problem's measures (a full pass over the data
+for most problems, the cost of one or a few iterations), so a run of ``K`` iterations spends about
+``6 log10(K) + 2`` records' worth on them (21 records for 2000 iterations, 27 for 20 000) instead of
+one per ``record_every`` iterations.
+
 Measures are computed by the problem (:class:`~zoframe.protocols.HasMeasures`) through the
 oracle's monitor: those evaluations are counted under the purpose ``"monitor"``. For a problem
 that declares ``monitor_free = True`` (a registered benchmark whose functions are cheap white-box
@@ -28,6 +38,32 @@ from zoframe.oracle import CountingOracle, MonitorOracle
 from zoframe.protocols import Array
 from zoframe.result import Status
 from zoframe.run import RunLoop, Stop, x_is_finite
+
+#: mantissas of the default grid, in tenths: 1, 1.5, 2, 3, 5, 7 times a power of ten
+_GRID = (10, 15, 20, 30, 50, 70)
+
+
+def next_on_grid(k: int) -> int:
+    """The first iteration after ``k`` on the default grid ``1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, ...``
+    (``m * 10**e`` for ``m`` in 1, 1.5, 2, 3, 5, 7, rounded down; six per decade, about 1.5 apart)."""
+    scale = 1
+    while True:
+        for tenths in _GRID:
+            it = tenths * scale // 10
+            if it > k:
+                return it
+        scale *= 10
+
+
+def record_iterations(every: int | None, last: int) -> list[int]:
+    """The iterations a run of ``last`` iterations records with ``record_every=every`` (``None``: the
+    default grid): iteration 0, the scheduled ones, and ``last`` (a run that stops early, on a budget
+    of calls or time or its own rule, also records the iteration where it stopped)."""
+    out = [0]
+    while out[-1] < last:
+        nxt = last if every == 0 else next_on_grid(out[-1]) if every is None else (out[-1] // every + 1) * every
+        out.append(min(nxt, last))
+    return out
 
 
 def _rows(X: Any) -> int:
@@ -90,7 +126,8 @@ class MonitorBudget(MonitorOracle):
 
 
 class TraceRecorder:
-    """Records a row every ``every`` iterations (``0``: only the first and the last iterate).
+    """Records a row every ``every`` iterations (``0``: only the first and the last iterate; ``None``:
+    at the iterations of the default grid, :func:`next_on_grid`, and the last).
 
     ``measure(outputs, monitor)`` is the problem's ``measures`` (``None``: no measures, the trace
     holds ``iteration``, ``calls`` and ``seconds``); a solver with ``trace_row(state)`` adds its own
@@ -101,13 +138,14 @@ class TraceRecorder:
 
     def __init__(
         self,
-        every: int,
+        every: int | None,
         measure: Callable[[Mapping[str, Array], MonitorOracle], Mapping[str, float]] | None,
         monitor: MonitorOracle,
         listeners: tuple[Any, ...] = (),
     ) -> None:
         self.every = every
-        self.per_step = every > 0
+        self.per_step = every != 0
+        self._next = 0  # no record is due before this iteration
         self.measure = measure
         self.monitor = monitor
         self.budget = monitor if isinstance(monitor, MonitorBudget) else None
@@ -118,10 +156,23 @@ class TraceRecorder:
     def start(self, loop: RunLoop) -> Stop | None:
         return self.record(loop)
 
+    def next_call(self, nit: int) -> int:
+        """The first iteration after ``nit`` at which a record may be due (the run loop skips the calls
+        before it; a resumed run, whose ``_next`` is 0, is called at its first step)."""
+        return self._next if self._next > nit else nit + 1
+
     def iteration(self, loop: RunLoop) -> Stop | None:
-        if self.every and loop.nit % self.every == 0:
-            return self.record(loop)
-        return None
+        nit = loop.nit
+        if nit < self._next:  # most steps: one comparison
+            return None
+        every = self.every
+        if every is None:
+            due = nit == self._next or next_on_grid(nit - 1) == nit  # (a resumed run starts off the grid)
+            self._next = next_on_grid(nit)
+        else:
+            due = nit % every == 0
+            self._next = (nit // every + 1) * every
+        return self.record(loop) if due else None
 
     def end(self, loop: RunLoop) -> None:
         it = self.columns["iteration"]
