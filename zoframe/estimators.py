@@ -116,6 +116,17 @@ def _check_underflow(est: object, diffs: Array, base: Array, perturbed: Array, h
     )
 
 
+def _perturbed(x: Array, U: Array, h: float) -> Array:
+    """The ``(q + 1, d)`` points of one random-direction estimate: ``x``, then ``x + h u_i`` for the rows
+    ``u_i`` of ``U`` (one fresh matrix, the points of one oracle call)."""
+    pts = np.empty((U.shape[0] + 1, U.shape[1]))
+    pts[0] = x
+    tail = pts[1:]
+    np.multiply(U, h, out=tail)
+    tail += x
+    return pts
+
+
 @dataclass(frozen=True)
 class _RandomDirections:
     """Forward differences along q random directions: the shared machinery of GauSGE / UniSGE."""
@@ -153,10 +164,7 @@ class _RandomDirections:
     def _single(self, fun: BatchFunction, x: Array, U: Array, h: float, per_component: bool) -> Estimate:
         """One base point: the same formulas with plain matrix products (the common, hot case)."""
         q, d = U.shape
-        pts = np.empty((q + 1, d))
-        pts[0] = x
-        np.multiply(U, h, out=pts[1:])
-        pts[1:] += x
+        pts = _perturbed(x, U, h)
         vals = _call(fun, pts)  # ONE call, (q+1, b)
         diffs = (vals[1:] - vals[0]) * (1.0 / h)  # (q, b)
         if not np.count_nonzero(diffs):  # one C pass (cheaper than .any()): the common case ends here
@@ -195,11 +203,8 @@ class _RandomDirections:
         d = x.shape[0]
         U = self.directions(d, rng)
         q = U.shape[0]
-        pts = np.empty((q + 1, d))
-        pts[0] = x
+        pts = _perturbed(x, U, h)
         tail = pts[1:]
-        np.multiply(U, h, out=tail)
-        tail += x
         vals = evaluate(pts, idx)  # ONE call, (q+1, b), checked by the oracle
         diffs = vals[1:] - vals[0]
         diffs *= 1.0 / h

@@ -182,6 +182,17 @@ def _max(v: Any, n: int) -> float:
 
 
 @_jit
+def _mean_tau(v: Any, buf: Any, n: int, floor_in: bool, n_floor: int) -> float:
+    """``(sum - 1) / count`` over the first ``n`` entries of ``v``; with ``floor_in`` the last of them stands for
+    ``n_floor`` equal entries (``buf``, a copy of ``v``'s kept entries, gets the product v * count there: the
+    sum of ``simplex_threshold(v, counts)``)."""
+    if floor_in:
+        buf[n - 1] = v[n - 1] * float(n_floor)
+        return (add_reduce(buf, n) - 1.0) / float(n - 1 + n_floor)
+    return (add_reduce(v, n) - 1.0) / float(n)
+
+
+@_jit
 def threshold(v: Any, n_floor: int) -> float:
     """:func:`zoframe_constrained.simplex._floor_threshold` (``n_floor > 0``: the last entry of ``v`` stands
     for ``n_floor`` equal entries) or, with ``n_floor == 0``, ``simplex_threshold(v)``: the same passes and
@@ -189,16 +200,8 @@ def threshold(v: Any, n_floor: int) -> float:
     hence the same value bit for bit. ``v`` is used as scratch (compacted in place)."""
     n = v.shape[0]
     floor_in = n_floor > 0
-    buf = v
-    if floor_in:
-        buf = v.copy()
-        buf[n - 1] = v[n - 1] * float(n_floor)  # the products v * counts: the sum of simplex_threshold(v, counts)
-        total = add_reduce(buf, n)
-        count = float(n - 1 + n_floor)
-    else:
-        total = add_reduce(v, n)
-        count = float(n)
-    mean_tau = (total - 1.0) / count
+    buf = v.copy() if floor_in else v
+    mean_tau = _mean_tau(v, buf, n, floor_in, n_floor)
     tau = max(_max(v, n) - 1.0, mean_tau)
     kept = 0
     for i in range(n):
@@ -217,14 +220,7 @@ def threshold(v: Any, n_floor: int) -> float:
                 k += 1
         floor_in = last_in
         n = kept
-        if floor_in:
-            buf[n - 1] = v[n - 1] * float(n_floor)
-            total = add_reduce(buf, n)
-            count = float(n - 1 + n_floor)
-        else:
-            total = add_reduce(v, n)
-            count = float(n)
-        tau = (total - 1.0) / count
+        tau = _mean_tau(v, buf, n, floor_in, n_floor)
         kept = 0
         for i in range(n):
             if v[i] > tau:

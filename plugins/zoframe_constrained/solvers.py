@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from zoframe.errors import DivergedError, IncompatibleProblemError, InvalidParameterError, NonFiniteValueError
-from zoframe.estimators import CoordinateEstimator, _check_underflow, _RandomDirections
+from zoframe.estimators import CoordinateEstimator, _check_underflow, _perturbed, _RandomDirections
 from zoframe.measures import FULL_PASS_BLOCK
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, Estimator, IntArray
@@ -236,11 +236,8 @@ def _compiled_estimate(
     d = w.shape[0]
     U = est.directions(d, rng)  # DSZOG Alg. 1 l.4, ADSZOG l.8
     q = U.shape[0]
-    pts = np.empty((q + 1, d))
-    pts[0] = w
+    pts = _perturbed(w, U, h)
     tail = pts[1:]
-    np.multiply(U, h, out=tail)
-    tail += w
     box = oracle.feasible_set
     X = pts if box is None else box.project(pts)  # every evaluated point inside the bounds
     loss = oracle.objective_owned(X, M1)
