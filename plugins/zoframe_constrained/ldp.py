@@ -8,8 +8,9 @@ NNLS) with the QR factorisation of the passive columns grown one column at a tim
 restoration's programs have many rows (up to ``16 dim``) but few active ones (about ``dim / 2`` on
 a9a pairwise), so each iteration costs one product ``E^T r`` plus ``O(M p)`` for ``p`` passive
 columns. ``benchmarks/ldp_nnls.py`` (a9a pairwise, first restoration program after 1,000 steps,
-1,968 rows, d = 123, 41-56 active rows, 5 seeds): median 8.9 ms against 16.9 ms for scipy 1.17's
-``nnls`` and 7.7 ms against 133 ms for scipy 1.15's, the same steps to 4e-16. On small programs
+1,968 rows, d = 123, 41-56 active rows, 5 seeds), before the downdates: median 8.9 ms against 16.9 ms
+for scipy 1.17's ``nnls`` and 7.7 ms against 133 ms for scipy 1.15's, the same steps to 4e-16; the
+downdates made the programs of a9a's restoration 1.3-1.9x faster again (interleaved, loaded machine). On small programs
 (breast-cancer: 33-66 rows, d = 31) scipy's compiled loop is faster (0.02 ms against 0.13 ms),
 which does not matter next to a round's constraint evaluations.
 """
