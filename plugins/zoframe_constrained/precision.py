@@ -471,7 +471,8 @@ def precision_step(
             accepted = (trial, ft, vt, cand, cval)
             break
         if alpha == 1.0 and math.isfinite(ft) and math.isfinite(vt) and (act.any() or neq):  # P6b: second-order correction
-            accepted = _soc(oracle, x, trial, c, W[act], J[act], Jh, K, rho, phi0 + 1e-4 * D)
+            accepted = _soc(oracle, x, trial, c, W[act], J[act], Jh, K, rho, phi0 + 1e-4 * D,
+                            settings.xtol * max(1.0, float(np.abs(x / c).max())))
             if accepted is not None:
                 break
         if math.isfinite(phit):  # quadratic interpolation, kept in [0.1, 0.5] of the last step
@@ -509,13 +510,15 @@ def precision_step(
 
 def _soc(
     oracle: CountingOracle, x: Array, trial: Array, c: Array, act: IntArray, J: Array, Jh: Array, k: int, rho: float,
-    bound: float,
+    bound: float, negligible: float,
 ) -> tuple[Array, float, float, IntArray, Array] | None:
     """P6b, a second-order correction of a rejected full step (Fletcher; Nocedal & Wright, sec. 18.3): the
     least-norm step ``q`` (in ``z``) with ``J_A c q = -g_A(x + p)`` on the active rows ``A`` (the constraints with a
     positive multiplier and the equalities) brings the curvature of the constraints back, which the linearisation
     left out (the Maratos effect). The corrected point is taken when its merit is ``<= bound``. Cost: ``|A|`` (and
-    ``m_eq``) constraint values at ``x + p``, then ``n + m`` at the corrected point."""
+    ``m_eq``) constraint values at ``x + p``, then ``n + m`` at the corrected point, unless the correction moves by
+    at most ``negligible`` (``xtol max(1, |z|_inf)``: constraints that are linear along the step, where the
+    corrected point is the rejected one and its pass would be wasted; measured in the scaled variables z)."""
     parts = []
     if act.shape[0]:
         parts.append(np.asarray(oracle.constraints(trial[None, :], act, purpose="precision"), dtype=np.float64)[0])
@@ -526,6 +529,8 @@ def _soc(
     if not (np.isfinite(r).all() and np.isfinite(A).all()):
         return None
     q = np.linalg.lstsq(A, -r, rcond=None)[0]
+    if not float(np.abs(q).max(initial=0.0)) > negligible:  # the rejected point again (linear constraints): no pass
+        return None
     corrected = _inside(oracle, (trial + c * q)[None, :])[0]
     try:
         ft = float(_objective(oracle, corrected[None, :])[0])
