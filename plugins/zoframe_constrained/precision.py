@@ -71,6 +71,7 @@ from zoframe.measures import max_violation_full
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, IntArray
 from zoframe_constrained.ldp import nnls
+from zoframe_constrained.qp import dual_qp
 
 __all__ = ["PrecisionSettings", "PrecisionState", "iteration_cost", "precision_start", "precision_step", "variable_scales"]
 
@@ -81,6 +82,9 @@ _H = _EPS ** (1.0 / 3.0)
 _TRIALS = 10
 #: consecutive line searches without an accepted point before the phase gives up (after resetting B)
 _FAILS = 4
+
+#: at most this many exchange rounds (P6a) per iteration
+_ROUNDS = 5
 
 #: at most this many second-order probes find a better point (then a KKT point is accepted without one)
 _PROBES = 5
@@ -144,6 +148,7 @@ class PrecisionState:
     dropped: int = 0  # violated constraints left out of W by the cap K (last pass)
     before: int = 0  # evaluations of the run before the phase started
     probes: int = 0  # second-order probes that found a better feasible point (P5)
+    exchanges: int = 0  # exchange rounds (P6a) so far
 
     @property
     def violation(self) -> float:
@@ -151,7 +156,7 @@ class PrecisionState:
 
     _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "mu", "gL_prev", "s_prev", "best_x", "scale")
     _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "status", "kkt", "step", "working", "cost",
-                "spent", "elastic", "dropped", "before", "probes")  # fmt: skip
+                "spent", "elastic", "dropped", "before", "probes", "exchanges")  # fmt: skip
 
     def pack(self) -> tuple[Array, ...]:
         """The state as a tuple of arrays (what a checkpoint stores)."""
@@ -164,7 +169,7 @@ class PrecisionState:
         arrays["cand"] = np.asarray(arrays["cand"], dtype=np.intp)
         arrays["lam_idx"] = np.asarray(arrays["lam_idx"], dtype=np.intp)
         scal: dict[str, Any] = dict(zip(cls._SCALARS, packed[-1].tolist(), strict=True))
-        for k in ("it", "fails", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes"):
+        for k in ("it", "fails", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes", "exchanges"):
             scal[k] = int(scal[k])
         return cls(**arrays, **scal)
 
@@ -239,10 +244,11 @@ def precision_start(
     )  # fmt: skip
 
 
-def _gradients(oracle: CountingOracle, x: Array, W: IntArray, scale: Array) -> tuple[Array, Array, Array]:
-    """P2: ``(grad f, g_W(x), J_W)`` by central differences inside the bounds (one call per kind); with
+def _gradients(oracle: CountingOracle, x: Array, W: IntArray, scale: Array) -> tuple[Array, Array, Array, Array, Array]:
+    """P2: ``(grad f, g_W(x), J_W, P, span)`` by central differences inside the bounds (one call per kind); with
     equality constraints their rows follow those of ``W`` in ``g_W`` and ``J_W`` (one more call). The step
-    of coordinate ``i`` is ``eps^(1/3) max(c_i, |x_i|)``, relative to its scale ``c_i``."""
+    of coordinate ``i`` is ``eps^(1/3) max(c_i, |x_i|)``, relative to its scale ``c_i``; ``P`` are the ``2 d``
+    difference points and ``span`` the distances between each pair (for :func:`_rows`)."""
     d = x.shape[0]
     h = _H * np.maximum(scale, np.abs(x))
     E = np.diag(h)
@@ -251,14 +257,22 @@ def _gradients(oracle: CountingOracle, x: Array, W: IntArray, scale: Array) -> t
     f = _objective(oracle, P)
     grad = (f[:d] - f[d:]) / span
     if W.shape[0] == 0 and not oracle.m_eq:
-        return grad, np.zeros(0), np.zeros((0, d))
+        return grad, np.zeros(0), np.zeros((0, d)), P, span
     X = np.vstack([x[None, :], P])
     parts = [] if W.shape[0] == 0 else [np.asarray(oracle.constraints(X, W, purpose="precision"), dtype=np.float64)]
     if oracle.m_eq:
         parts.append(np.asarray(oracle.equalities(X, None, purpose="precision"), dtype=np.float64))
     C = parts[0] if len(parts) == 1 else np.hstack(parts)
     J = ((C[1 : d + 1] - C[d + 1 :]) / span[:, None]).T
-    return grad, C[0], J
+    return grad, C[0], J, P, span
+
+
+def _rows(oracle: CountingOracle, x: Array, P: Array, span: Array, idx: IntArray) -> tuple[Array, Array]:
+    """``(g_idx(x), J_idx)`` over the difference points ``P`` of :func:`_gradients` (one call of
+    ``(2 d + 1) |idx|`` values): the rows that join ``W`` in an exchange round (P6a)."""
+    d = x.shape[0]
+    C = np.asarray(oracle.constraints(np.vstack([x[None, :], P]), idx, purpose="precision"), dtype=np.float64)
+    return C[0], ((C[1 : d + 1] - C[d + 1 :]) / span[:, None]).T
 
 
 def _ldp(M: Array, b: Array) -> tuple[Array, Array] | None:
@@ -281,21 +295,32 @@ def _ldp(M: Array, b: Array) -> tuple[Array, Array] | None:
     return -r[:d] / r[d], -u / r[d]
 
 
-def _qp(B: Array, g: Array, A: Array, b: Array) -> tuple[Array, Array] | None:
-    """``min 1/2 p^T B p + g^T p`` s.t. ``A p <= b`` as a least-distance program in ``z = L^T p + L^{-1} g``
-    (``B = L L^T``): ``G = A L^{-T}``, ``h = b + G L^{-1} g``. Rows are scaled to unit norm for the NNLS and
-    the multipliers scaled back. ``None`` when the rows are inconsistent."""
+def _qp(B: Array, g: Array, A: Array, b: Array, meq: int = 0) -> tuple[Array, Array] | None:
+    """``min 1/2 p^T B p + g^T p`` s.t. ``A_j p = b_j`` (the first ``meq`` rows) and ``A_j p <= b_j`` (the others),
+    and its multipliers; ``None`` when the rows are inconsistent. Goldfarb & Idnani's dual method
+    (:func:`zoframe_constrained.qp.dual_qp`): its rows hold to rounding relative to their own size, also where the
+    unconstrained minimiser is far from the feasible set and more rows than variables pass near the solution.
+    Should it stop on its limit of row changes (rounding on nearly dependent rows), the least-distance form
+    decides (each equality as two rows of opposite signs): ``z = L^T p + L^{-1} g`` (``B = L L^T``),
+    ``G = A L^{-T}``, ``h = b + G L^{-1} g``, rows scaled to unit norm for the NNLS and the multipliers scaled
+    back."""
+    try:
+        return dual_qp(B, g, A, b, meq)
+    except RuntimeError:
+        pass
+    A2, b2 = np.vstack([A[:meq], -A[:meq], A[meq:]]), np.concatenate([b[:meq], -b[:meq], b[meq:]])
     L = np.linalg.cholesky(B)
     Lg = solve_triangular(L, g, lower=True)
-    G = solve_triangular(L, A.T, lower=True).T
-    h = b + G @ Lg
+    G = solve_triangular(L, A2.T, lower=True).T
+    h = b2 + G @ Lg
     norms = np.maximum(np.sqrt(np.einsum("ij,ij->i", G, G)), 1e-300)
     out = _ldp(G / norms[:, None], h / norms)
     if out is None:
         return None
-    z, lam = out
+    z, lam2 = out
     p = solve_triangular(L.T, z - Lg, lower=False)
-    return p, lam / norms
+    lam2 = lam2 / norms
+    return p, np.concatenate([lam2[:meq] - lam2[meq : 2 * meq], lam2[2 * meq :]])
 
 
 @dataclass(frozen=True)
@@ -312,24 +337,21 @@ def _subproblem(
     B: Array, g: Array, gW: Array, J: Array, x: Array, lo: Array, hi: Array, delta: float, neq: int = 0
 ) -> _Step:
     """P4: the QP, with the bounds and the step bound as coordinate rows; the elastic form when inconsistent.
-    The last ``neq`` rows of ``gW`` / ``J`` are equalities ``h + J_h p = 0``: two rows of opposite signs each,
-    relaxed by ``xi |h|`` both in the elastic form; their multiplier is the difference of the two."""
+    The last ``neq`` rows of ``gW`` / ``J`` are equalities ``h + J_h p = 0`` (multipliers of free sign); the
+    elastic form relaxes the violated inequalities to ``g_j + J_j p <= xi g_j`` and the equalities to
+    ``h + J_h p = xi h`` (Kraft's relaxation, 1988), ``0 <= xi <= 1``, with ``1/2 sigma xi^2`` in the objective."""
     d = x.shape[0]
     nI = gW.shape[0] - neq
-    h, Jh = gW[nI:], J[nI:]
-    gW = np.concatenate([gW, -h])
-    J = np.vstack([J, -Jh])
     up = np.minimum(hi - x, delta)
     down = np.minimum(x - lo, delta)
     real_up = hi - x <= delta
     real_down = x - lo <= delta
     eye = np.eye(d)
-    nW = gW.shape[0]
-    A = np.vstack([J, eye, -eye])
-    b = np.concatenate([-gW, np.maximum(up, 0.0), np.maximum(down, 0.0)])
-    sol = _qp(B, g, A, b)
+    A = np.vstack([J[nI:], J[:nI], eye, -eye])  # the equalities first
+    b = np.concatenate([-gW[nI:], -gW[:nI], np.maximum(up, 0.0), np.maximum(down, 0.0)])
+    sol = _qp(B, g, A, b, neq)
     xi = 0.0
-    if sol is None:  # elastic: g_j + J_j p <= xi max(g_j, 0), 0 <= xi <= 1, + 1/2 sigma xi^2
+    if sol is None:  # elastic
         sigma = 1e6 * max(1.0, float(np.abs(np.diagonal(B)).max()))
         Be = np.zeros((d + 1, d + 1))
         Be[:d, :d] = B
@@ -337,20 +359,19 @@ def _subproblem(
         ge = np.concatenate([g, [0.0]])
         Ae = np.zeros((A.shape[0] + 2, d + 1))
         Ae[: A.shape[0], :d] = A
-        Ae[:nI, d] = -np.maximum(gW[:nI], 0.0)
-        Ae[nI:nW, d] = -np.abs(gW[nI:])
+        Ae[:neq, d] = -gW[nI:]
+        Ae[neq : neq + nI, d] = -np.maximum(gW[:nI], 0.0)
         Ae[-2, d], Ae[-1, d] = 1.0, -1.0
         be = np.concatenate([b, [1.0, 0.0]])
-        sol_e = _qp(Be, ge, Ae, be)
+        sol_e = _qp(Be, ge, Ae, be, neq)
         if sol_e is None:  # cannot happen in exact arithmetic (p = 0, xi = 1 is feasible): no step
             return _Step(np.zeros(d), np.zeros(nI), np.zeros(neq), np.zeros(d), False, 1.0)
         pe, lam_e = sol_e
         p, lam, xi = pe[:d], lam_e[: A.shape[0]], float(pe[d])
     else:
         p, lam = sol
-    lam_W = lam[:nI]
-    mu = lam[nI : nI + neq] - lam[nI + neq : nW]
-    lam_up, lam_down = lam[nW : nW + d], lam[nW + d :]
+    mu, lam_W = lam[:neq], lam[neq : neq + nI]
+    lam_up, lam_down = lam[neq + nI : neq + nI + d], lam[neq + nI + d :]
     trust = bool(np.any((lam_up > 0) & ~real_up) or np.any((lam_down > 0) & ~real_down))
     lam_box = np.where(real_up, lam_up, 0.0) - np.where(real_down, lam_down, 0.0)
     return _Step(p, lam_W, mu, lam_box, trust, max(xi, 0.0))
@@ -378,6 +399,18 @@ def _bfgs(B: Array, s: Array, y: Array, first: bool) -> Array:
     return out
 
 
+def _solve(B: Array, grad: Array, gA: Array, JA: Array, x: Array, lo: Array, hi: Array, c: Array, delta: float,
+           neq: int) -> tuple[_Step, Array]:
+    """P4 in ``z = x / c`` (with ``B`` reset to a multiple of the identity when its factorisation fails): the
+    step's QP solution and the ``B`` it used."""
+    gz, JAz = c * grad, JA * c[None, :]  # the gradients with respect to z
+    try:
+        return _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, delta, neq), B
+    except np.linalg.LinAlgError:
+        B = np.eye(x.shape[0]) * max(1.0, float(np.abs(np.diagonal(B)).max()))
+        return _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, delta, neq), B
+
+
 def precision_step(
     oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None = None
 ) -> PrecisionState:
@@ -394,7 +427,7 @@ def precision_step(
     if remaining is not None and remaining < iteration_cost(oracle, int(W.shape[0])):
         return dataclasses.replace(st, status=BUDGET)
     c = st.scale  # x = c * z: B, the QP, the step bound and s_prev are in z
-    grad, gA, JA = _gradients(oracle, x, W, c)  # P2 (the equality rows after those of W)
+    grad, gA, JA, P, span = _gradients(oracle, x, W, c)  # P2 (the equality rows after those of W)
     if not (np.isfinite(grad).all() and np.isfinite(JA).all()):
         raise NonFiniteValueError("the precision phase's difference gradients are not finite at the iterate")
     nI = W.shape[0]
@@ -406,14 +439,8 @@ def precision_step(
         B = _bfgs(B, st.s_prev, c * gL - st.gL_prev, first=st.it == 1)
     lo, hi = _bounds(oracle)
     neq = hx.shape[0]
-    gz, JAz = c * grad, JA * c[None, :]  # the gradients with respect to z
-    try:
-        qp = _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, st.delta, neq)  # P4 (in z)
-    except np.linalg.LinAlgError:
-        B = np.eye(d) * max(1.0, float(np.abs(np.diagonal(B)).max()))
-        qp = _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, st.delta, neq)
+    qp, B = _solve(B, grad, gA, JA, x, lo, hi, c, st.delta, neq)  # P4 (in z)
     p = c * qp.p  # the step in x
-    step_z = float(np.abs(qp.p).max(initial=0.0))
     pos = qp.lam_W > 0
     lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
     # P5: the KKT residual with the QP's multipliers (W rows, equalities, real bounds), the step, the predicted change,
@@ -445,27 +472,53 @@ def precision_step(
             done = _last_step(oracle, done, p, lam, mu, settings, K)
         spent = oracle.calls - spent0
         return dataclasses.replace(done, cost=spent, spent=st.spent + spent)
+    rounds = 0
+    while True:
+        rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))  # P6
+        lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
+        lin = max(lin, float(np.max(np.abs(hx + Jh @ p), initial=0.0)))
+        cut = st.violation - max(lin, 0.0)  # the violation the linearisation removes
+        if cut > 0.0:  # rho large enough for p to descend on the merit (Nocedal & Wright, (18.36))
+            rho = max(rho, (float(grad @ p) + 0.5 * float(qp.p @ B @ qp.p)) / (0.5 * cut))
+        phi0 = st.fx + rho * st.violation
+        D = float(grad @ p) - rho * (st.violation - max(lin, 0.0))
+        first = _trial(oracle, x + p, K, st.cand) if D < 0.0 else None
+        if first is None or first[0] + rho * max(first[1], 0.0) <= phi0 + 1e-4 * D:
+            break
+        # P6a: the full step violates constraints outside W (the pass at x + p shows them): they join W, with their
+        # values and difference rows at x over the same points as J_W, and the QP is solved again from x
+        _, _, cand_t, cval_t = first
+        new = cand_t[(cval_t > max(lin, 0.0)) & ~np.isin(cand_t, W)]
+        more = (2 * d + 1) * new.shape[0] + oracle.n + oracle.m
+        if not new.shape[0] or rounds >= _ROUNDS or (oracle.remaining is not None and oracle.remaining < more):
+            break
+        g_new, J_new = _rows(oracle, x, P, span, new)
+        if not np.isfinite(J_new).all():
+            break
+        W = np.concatenate([W, new])
+        gW, J = np.concatenate([gW, g_new]), np.vstack([J, J_new])
+        gA, JA = np.concatenate([gW, hx]), np.vstack([J, Jh])
+        qp, B = _solve(B, grad, gA, JA, x, lo, hi, c, st.delta, neq)
+        p = c * qp.p
+        pos = qp.lam_W > 0
+        lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
+        gL_x = grad + J[pos].T @ lam + Jh.T @ mu
+        rounds += 1
+    step_z = float(np.abs(qp.p).max(initial=0.0))
+    base.update(working=int(W.shape[0]), elastic=st.elastic + (qp.xi > 0.0), step=float(np.abs(p).max(initial=0.0)))
     act = pos | (gW + J @ p >= -settings.violation_tol)  # the rows active in the QP (for P6b)
-    # P6: the merit f + rho max(0, max_j g_j, max_l |h_l|), rho above the l1 norm of the multipliers
-    rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))
-    lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
-    lin = max(lin, float(np.max(np.abs(hx + Jh @ p), initial=0.0)))
-    cut = st.violation - max(lin, 0.0)  # the violation the linearisation removes
-    if cut > 0.0:  # rho large enough for p to descend on the merit (Nocedal & Wright, (18.36))
-        rho = max(rho, (float(grad @ p) + 0.5 * float(qp.p @ B @ qp.p)) / (0.5 * cut))
-    phi0 = st.fx + rho * st.violation
-    D = float(grad @ p) - rho * (st.violation - max(lin, 0.0))
+    # P6: line search on the merit f + rho max(0, max_j g_j, max_l |h_l|) from the full step evaluated above
     alpha = 1.0
     accepted = None
     for _ in range(_TRIALS):
         if not D < 0.0:
             break
-        trial = _inside(oracle, (x + alpha * p)[None, :])[0]
-        try:
-            ft = float(_objective(oracle, trial[None, :])[0])
-            vt, cand, cval = _pass(oracle, trial, K)
-        except NonFiniteValueError:
-            ft, vt, cand, cval = math.nan, math.nan, st.cand, np.zeros(0)
+        if alpha == 1.0 and first is not None:
+            ft, vt, cand, cval = first
+            trial = _inside(oracle, (x + p)[None, :])[0]
+        else:
+            trial = _inside(oracle, (x + alpha * p)[None, :])[0]
+            ft, vt, cand, cval = _trial(oracle, trial, K, st.cand)
         phit = ft + rho * max(vt, 0.0)
         if phit <= phi0 + 1e-4 * alpha * D:
             accepted = (trial, ft, vt, cand, cval)
@@ -482,6 +535,7 @@ def precision_step(
         else:
             alpha *= 0.25
     spent = oracle.calls - spent0
+    exchanges = st.exchanges + rounds
     if accepted is None:  # no decrease along p: reset B (and the step bound) and try again; give up after _FAILS
         fails = st.fails + 1
         status = STALLED if fails >= _FAILS else RUNNING
@@ -489,7 +543,7 @@ def precision_step(
         return dataclasses.replace(
             st, B=B_new, rho=rho, fails=fails, status=status, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=np.zeros(0),
             s_prev=np.zeros(0), delta=max(0.1 * st.delta, step_z * 0.1) if step_z > 0 else st.delta, cost=spent,
-            spent=st.spent + spent, **base,
+            spent=st.spent + spent, exchanges=exchanges, **base,
         )  # fmt: skip
     trial, ft, vt, cand, cval = accepted
     s = (trial - x) / c
@@ -504,8 +558,20 @@ def precision_step(
     return dataclasses.replace(
         st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=c * gL_x, s_prev=s,
         best_x=best_x, best_f=best_f, best_v=best_v, rho=rho, delta=delta, fails=0, status=status, cost=spent,
-        spent=st.spent + spent, dropped=dropped, **base,
+        spent=st.spent + spent, dropped=dropped, exchanges=exchanges, **base,
     )  # fmt: skip
+
+
+def _trial(oracle: CountingOracle, point: Array, k: int, cand: IntArray) -> tuple[float, float, IntArray, Array]:
+    """A trial point's objective (``n`` evaluations) and full pass (``m``): ``(f, max violation, top-k, their
+    values)``; NaN values (and the old candidates ``cand``) when a value there is not finite."""
+    trial = _inside(oracle, point[None, :])[0]
+    try:
+        ft = float(_objective(oracle, trial[None, :])[0])
+        vt, top, val = _pass(oracle, trial, k)
+    except NonFiniteValueError:
+        return math.nan, math.nan, cand, np.zeros(0)
+    return ft, vt, top, val
 
 
 def _soc(
