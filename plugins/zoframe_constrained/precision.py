@@ -8,14 +8,15 @@ Review 35, 1993): the SQP model holds a small working set ``W`` of constraints, 
 pass over all ``m`` constraints per trial point adds the violated and newly active ones back. The
 step is Powell's SQP (*A fast algorithm for nonlinearly constrained optimization calculations*,
 1978: damped BFGS on the Lagrangian, an exact-penalty line search) with the quadratic subproblem
-solved as a least-distance program (Lawson & Hanson, 1974, ch. 23, through :func:`ldp.nnls`) and
+solved by Goldfarb & Idnani's dual method (:mod:`zoframe_constrained.qp`; a least-distance program,
+Lawson & Hanson, 1974, ch. 23, through :func:`ldp.nnls`, where that stops on its limit) and
 Powell's / Kraft's elastic variable when the linearisation is inconsistent (Kraft, *A software
 package for sequential quadratic programming*, DFVLR-FB 88-28, 1988).
 
 Equality constraints ``h_l(x) = 0`` (``oracle.m_eq > 0``, few) are always in the working set: their
 values and difference Jacobian come with those of ``W`` (one more call over the same ``2 d + 1``
-points), the QP holds each as two rows of opposite signs (so its multiplier ``mu_l`` has a free sign),
-the elastic variable relaxes both by ``xi |h_l|``, and the violation of the merit, of the stopping
+points), the QP holds each as an equality row (its multiplier ``mu_l`` of free sign), the elastic
+form relaxes it to ``h_l + J_l p = xi h_l``, and the violation of the merit, of the stopping
 test and of the best feasible point is ``max(max_j g_j, max_l |h_l|)``.
 
 Scaling. The phase works in scaled variables ``z = x / c`` with one scale per variable, fixed when it starts
@@ -46,12 +47,17 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         descend on the merit when the linearisation removes violation): each trial is one objective pass
         over the n components and one blocked value-only pass over all m constraints
         (:func:`zoframe.measures.max_violation_full`, keeping the top K values for the next W)
+    P6a exchange rounds: when the full step is rejected and its pass shows constraints outside W violated
+        beyond the linearised violation, those (up to K) join W with their values and difference rows at x
+        (over the points of P2) and the QP is solved again from x, before any shortening of the step (at most
+        5 rounds): at a crowded vertex (m >> d rows near the solution) a shortened step removes only a
+        fraction of the violation per iteration, a step of the enlarged QP removes it
     P6b when the full step is rejected, a second-order correction: the least-norm move (in z) back onto the
         linearisation of the active rows at x + p, tried once before the step is shortened (the Maratos effect)
 
 Cost of an iteration: ``2 d n + (2 d + 1)|W|`` for the gradients plus ``n + m`` per trial point
-(usually one) and ``|A| + m_eq`` values for a second-order correction (``A`` the active rows, at most
-one per iteration): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
+(usually one), ``(2 d + 1)`` values per row that joins ``W`` in an exchange round, and ``|A| + m_eq``
+values for a second-order correction (``A`` the active rows, at most one per iteration): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
 SQP over all constraints; memory ``O(|W| d + d^2)`` besides the blocks of the pass. Every evaluation
 goes through the counting oracle under the purpose ``"precision"``.
 """
@@ -675,4 +681,5 @@ def describe(st: PrecisionState) -> str:
         f"max violation {st.violation:.2g}" + (f", {st.elastic} elastic QP(s)" if st.elastic else "")
         + (", the working-set cap left violated constraints out" if st.dropped else "")
         + (f", {st.probes} second-order probe(s) found a better point next to a KKT point" if st.probes else "")
+        + (f", {st.exchanges} exchange round(s) brought violated constraints into W" if st.exchanges else "")
     )
