@@ -92,6 +92,10 @@ _FAILS = 4
 #: at most this many exchange rounds (P6a) per iteration
 _ROUNDS = 5
 
+#: P6c: when the accepted steps were cut below _SLOW_ALPHA of the QP step _SLOW iterations in a row, B is reset to a
+#: multiple of the identity; after _RESETS such resets the phase has stalled
+_SLOW, _SLOW_ALPHA, _RESETS = 10, 0.1, 2
+
 #: at most this many second-order probes find a better point (then a KKT point is accepted without one)
 _PROBES = 5
 
@@ -144,6 +148,8 @@ class PrecisionState:
     delta: float = 1.0  # the step bound |p / c|_inf <= delta (scaled units)
     it: int = 0
     fails: int = 0
+    slow: int = 0  # consecutive iterations whose accepted step was cut below _SLOW_ALPHA of the QP step
+    resets: int = 0  # resets of B after _SLOW such iterations (P6c)
     status: int = RUNNING
     kkt: float = math.nan  # the last KKT residual, relative to max(1, |grad f|_inf)
     step: float = math.nan  # the last |p|_inf
@@ -161,7 +167,7 @@ class PrecisionState:
         return max(self.vmax, 0.0)
 
     _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "mu", "gL_prev", "s_prev", "best_x", "scale")
-    _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "status", "kkt", "step", "working", "cost",
+    _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "slow", "resets", "status", "kkt", "step", "working", "cost",
                 "spent", "elastic", "dropped", "before", "probes", "exchanges")  # fmt: skip
 
     def pack(self) -> tuple[Array, ...]:
@@ -175,7 +181,7 @@ class PrecisionState:
         arrays["cand"] = np.asarray(arrays["cand"], dtype=np.intp)
         arrays["lam_idx"] = np.asarray(arrays["lam_idx"], dtype=np.intp)
         scal: dict[str, Any] = dict(zip(cls._SCALARS, packed[-1].tolist(), strict=True))
-        for k in ("it", "fails", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes", "exchanges"):
+        for k in ("it", "fails", "slow", "resets", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes", "exchanges"):
             scal[k] = int(scal[k])
         return cls(**arrays, **scal)
 
@@ -480,7 +486,8 @@ def precision_step(
         return dataclasses.replace(done, cost=spent, spent=st.spent + spent)
     rounds = 0
     while True:
-        rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))  # P6
+        rho0 = st.rho if st.violation > settings.violation_tol else 0.0  # P6: rho kept while infeasible only
+        rho = max(rho0, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))
         lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
         lin = max(lin, float(np.max(np.abs(hx + Jh @ p), initial=0.0)))
         cut = st.violation - max(lin, 0.0)  # the violation the linearisation removes
@@ -557,14 +564,17 @@ def precision_step(
     best_x, best_f, best_v = st.best_x, st.best_f, st.best_v
     if max(vt, 0.0) <= settings.violation_tol and ft < best_f:
         best_x, best_f, best_v = trial.copy(), ft, vt
-    status = RUNNING
+    slow, resets, status = st.slow + 1 if alpha < _SLOW_ALPHA else 0, st.resets, RUNNING
+    if slow >= _SLOW:  # P6c: progress by crumbs only: B is reset, and after _RESETS resets the phase has stalled
+        B, slow, resets = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))), 0, resets + 1
+        status = STALLED if resets > _RESETS else RUNNING
     if not float(np.abs(trial).max()) < settings.limit:
         status = DIVERGED
     dropped = int(K < oracle.m and cval.shape[0] == K and K > 0 and bool(cval[-1] > 0))  # more violated than K
     return dataclasses.replace(
         st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=c * gL_x, s_prev=s,
         best_x=best_x, best_f=best_f, best_v=best_v, rho=rho, delta=delta, fails=0, status=status, cost=spent,
-        spent=st.spent + spent, dropped=dropped, exchanges=exchanges, **base,
+        spent=st.spent + spent, dropped=dropped, exchanges=exchanges, slow=slow, resets=resets, **base,
     )  # fmt: skip
 
 
