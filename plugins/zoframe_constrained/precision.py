@@ -44,7 +44,9 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
     P5c at such a point with a violation left, the QP step (small, but aimed at the linearised constraints) is
         tried once: it is taken when the max violation over all m (full pass) drops and the merit does not rise
     P6  line search on the merit f + rho max(0, max_j g_j) (rho >= 1.5 sum lam, and large enough for p to
-        descend on the merit when the linearisation removes violation): each trial is one objective pass
+        descend on the merit when the linearisation removes violation; the last rho is kept only while x is
+        infeasible beyond violation_tol, so that a transient blow-up of the multipliers at a nearly degenerate
+        active set does not freeze the line search for good): each trial is one objective pass
         over the n components and one blocked value-only pass over all m constraints
         (:func:`zoframe.measures.max_violation_full`, keeping the top K values for the next W)
     P6a exchange rounds: when the full step is rejected and its pass shows constraints outside W violated
@@ -52,6 +54,8 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         (over the points of P2) and the QP is solved again from x, before any shortening of the step (at most
         5 rounds): at a crowded vertex (m >> d rows near the solution) a shortened step removes only a
         fraction of the violation per iteration, a step of the enlarged QP removes it
+    P6c ten iterations in a row whose accepted step was cut below 0.1 of the QP step reset B to a multiple of
+        the identity; the third time, the phase has stalled (progress by crumbs: the model leads nowhere)
     P6b when the full step is rejected, a second-order correction: the least-norm move (in z) back onto the
         linearisation of the active rows at x + p, tried once before the step is shortened (the Maratos effect)
 
