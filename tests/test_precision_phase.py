@@ -405,3 +405,18 @@ def test_a_converged_step_that_still_reduces_the_violation_is_taken() -> None:
     assert out.step == pytest.approx(1e-7, rel=1e-6)
     # the iteration's gradients (2 d + (2 d + 1) |W|) and one trial point (n + m) more
     assert oracle.calls - calls == out.cost == 2 * d + (2 * d + 1) * out.working + 1 + m
+
+
+@pytest.mark.parametrize("name", ["hs064", "hs108"])
+def test_nearly_degenerate_active_sets_do_not_freeze_the_line_search(name: str) -> None:
+    """Hock & Schittkowski 64 and 108 from their published starts: on the way, a nearly degenerate active set gives
+    multipliers of 1e5-1e6 for a few iterations. A penalty kept at that size for the rest of the phase let the line
+    search accept only crumbs of the QP steps (both ended BUDGET at 2000 d, 3e-2 and 0.23 from f*); with the penalty
+    reset once the iterate is feasible and B reset after ten cut steps in a row (P6c), both are solved with a
+    certificate, to 1e-8 of the published optimum."""
+    from zoframe_constrained.suite import HS
+
+    tp = HS[name]()
+    r = zoframe.minimize(tp.problem(), "adszog", rng=0, max_calls=2000 * len(tp.x0) * (1 + tp.m), record_every=0)
+    assert r.success and r.status.name == "CONVERGED", r.message
+    assert rel(r.fun, tp.f_star) <= 1e-8 and r.max_violation <= 1e-6
