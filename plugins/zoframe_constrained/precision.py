@@ -39,7 +39,8 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         |p|_inf <= xtol max(1, |x|_inf) or the predicted change |grad f^T p| + sum lam_j |g_j| <=
         ftol max(1, |f|)
     P5b at such a point, a second-order probe: x +- t v along two random directions v in the null space of
-        the active gradients; a feasible probe point with a lower objective (a saddle, a maximum along the
+        the active gradients (those whose multiplier force exceeds 1e-8 max(1, |grad f|): a weakly active
+        constraint does not bind the probe); a feasible probe point with a lower objective (a saddle, a maximum along the
         boundary) is taken as the next iterate and the phase goes on
     P5c at such a point with a violation left, the QP step (small, but aimed at the linearised constraints) is
         tried once: it is taken when the max violation over all m (full pass) drops and the merit does not rise
@@ -473,7 +474,11 @@ def precision_step(
     if st.violation <= settings.violation_tol and kkt <= settings.kkt_tol and small and not qp.trust and qp.xi == 0.0:
         found = None
         if rng is not None and st.probes < _PROBES:  # P5b: is it a minimum along the active constraints?
-            A = np.vstack([J[pos], Jh, np.eye(d)[qp.lam_box != 0.0]])
+            # the rows whose multiplier force counts next to max(1, |grad f|): a weakly active row (a negligible
+            # multiplier) does not bind the probe to its tangent space (the probe's full pass checks feasibility)
+            force = 1e-8 * gscale
+            strong = lam * np.abs(J[pos]).max(axis=1, initial=0.0) > force
+            A = np.vstack([J[pos][strong], Jh, np.eye(d)[np.abs(qp.lam_box / c) > force]])
             found = _probe(oracle, x, st.fx, A, settings, rng, K, c)
         if found is not None:  # a better feasible point next to a KKT point that is no minimum: go on from there
             trial, ft, vt, cand = found
