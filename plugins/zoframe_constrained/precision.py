@@ -8,14 +8,15 @@ Review 35, 1993): the SQP model holds a small working set ``W`` of constraints, 
 pass over all ``m`` constraints per trial point adds the violated and newly active ones back. The
 step is Powell's SQP (*A fast algorithm for nonlinearly constrained optimization calculations*,
 1978: damped BFGS on the Lagrangian, an exact-penalty line search) with the quadratic subproblem
-solved as a least-distance program (Lawson & Hanson, 1974, ch. 23, through :func:`ldp.nnls`) and
+solved by Goldfarb & Idnani's dual method (:mod:`zoframe_constrained.qp`; a least-distance program,
+Lawson & Hanson, 1974, ch. 23, through :func:`ldp.nnls`, where that stops on its limit) and
 Powell's / Kraft's elastic variable when the linearisation is inconsistent (Kraft, *A software
 package for sequential quadratic programming*, DFVLR-FB 88-28, 1988).
 
 Equality constraints ``h_l(x) = 0`` (``oracle.m_eq > 0``, few) are always in the working set: their
 values and difference Jacobian come with those of ``W`` (one more call over the same ``2 d + 1``
-points), the QP holds each as two rows of opposite signs (so its multiplier ``mu_l`` has a free sign),
-the elastic variable relaxes both by ``xi |h_l|``, and the violation of the merit, of the stopping
+points), the QP holds each as an equality row (its multiplier ``mu_l`` of free sign), the elastic
+form relaxes it to ``h_l + J_l p = xi h_l``, and the violation of the merit, of the stopping
 test and of the best feasible point is ``max(max_j g_j, max_l |h_l|)``.
 
 Scaling. The phase works in scaled variables ``z = x / c`` with one scale per variable, fixed when it starts
@@ -38,20 +39,30 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         |p|_inf <= xtol max(1, |x|_inf) or the predicted change |grad f^T p| + sum lam_j |g_j| <=
         ftol max(1, |f|)
     P5b at such a point, a second-order probe: x +- t v along two random directions v in the null space of
-        the active gradients; a feasible probe point with a lower objective (a saddle, a maximum along the
+        the active gradients (those whose multiplier force exceeds 1e-8 max(1, |grad f|): a weakly active
+        constraint does not bind the probe); a feasible probe point with a lower objective (a saddle, a maximum along the
         boundary) is taken as the next iterate and the phase goes on
     P5c at such a point with a violation left, the QP step (small, but aimed at the linearised constraints) is
         tried once: it is taken when the max violation over all m (full pass) drops and the merit does not rise
     P6  line search on the merit f + rho max(0, max_j g_j) (rho >= 1.5 sum lam, and large enough for p to
-        descend on the merit when the linearisation removes violation): each trial is one objective pass
+        descend on the merit when the linearisation removes violation; the last rho is kept only while x is
+        infeasible beyond violation_tol, so that a transient blow-up of the multipliers at a nearly degenerate
+        active set does not freeze the line search for good): each trial is one objective pass
         over the n components and one blocked value-only pass over all m constraints
         (:func:`zoframe.measures.max_violation_full`, keeping the top K values for the next W)
+    P6a exchange rounds: when the full step is rejected and its pass shows constraints outside W violated
+        beyond the linearised violation, those (up to K) join W with their values and difference rows at x
+        (over the points of P2) and the QP is solved again from x, before any shortening of the step (at most
+        5 rounds): at a crowded vertex (m >> d rows near the solution) a shortened step removes only a
+        fraction of the violation per iteration, a step of the enlarged QP removes it
+    P6c ten iterations in a row whose accepted step was cut below 0.1 of the QP step reset B to a multiple of
+        the identity; the third time, the phase has stalled (progress by crumbs: the model leads nowhere)
     P6b when the full step is rejected, a second-order correction: the least-norm move (in z) back onto the
         linearisation of the active rows at x + p, tried once before the step is shortened (the Maratos effect)
 
 Cost of an iteration: ``2 d n + (2 d + 1)|W|`` for the gradients plus ``n + m`` per trial point
-(usually one) and ``|A| + m_eq`` values for a second-order correction (``A`` the active rows, at most
-one per iteration): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
+(usually one), ``(2 d + 1)`` values per row that joins ``W`` in an exchange round, and ``|A| + m_eq``
+values for a second-order correction (``A`` the active rows, at most one per iteration): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
 SQP over all constraints; memory ``O(|W| d + d^2)`` besides the blocks of the pass. Every evaluation
 goes through the counting oracle under the purpose ``"precision"``.
 """
@@ -71,6 +82,7 @@ from zoframe.measures import max_violation_full
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array, IntArray
 from zoframe_constrained.ldp import nnls
+from zoframe_constrained.qp import dual_qp
 
 __all__ = ["PrecisionSettings", "PrecisionState", "iteration_cost", "precision_start", "precision_step", "variable_scales"]
 
@@ -81,6 +93,13 @@ _H = _EPS ** (1.0 / 3.0)
 _TRIALS = 10
 #: consecutive line searches without an accepted point before the phase gives up (after resetting B)
 _FAILS = 4
+
+#: at most this many exchange rounds (P6a) per iteration
+_ROUNDS = 5
+
+#: P6c: when the accepted steps were cut below _SLOW_ALPHA of the QP step _SLOW iterations in a row, B is reset to a
+#: multiple of the identity; after _RESETS such resets the phase has stalled
+_SLOW, _SLOW_ALPHA, _RESETS = 10, 0.1, 2
 
 #: at most this many second-order probes find a better point (then a KKT point is accepted without one)
 _PROBES = 5
@@ -134,6 +153,8 @@ class PrecisionState:
     delta: float = 1.0  # the step bound |p / c|_inf <= delta (scaled units)
     it: int = 0
     fails: int = 0
+    slow: int = 0  # consecutive iterations whose accepted step was cut below _SLOW_ALPHA of the QP step
+    resets: int = 0  # resets of B after _SLOW such iterations (P6c)
     status: int = RUNNING
     kkt: float = math.nan  # the last KKT residual, relative to max(1, |grad f|_inf)
     step: float = math.nan  # the last |p|_inf
@@ -144,14 +165,15 @@ class PrecisionState:
     dropped: int = 0  # violated constraints left out of W by the cap K (last pass)
     before: int = 0  # evaluations of the run before the phase started
     probes: int = 0  # second-order probes that found a better feasible point (P5)
+    exchanges: int = 0  # exchange rounds (P6a) so far
 
     @property
     def violation(self) -> float:
         return max(self.vmax, 0.0)
 
     _ARRAYS = ("x", "cand", "B", "lam_idx", "lam", "mu", "gL_prev", "s_prev", "best_x", "scale")
-    _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "status", "kkt", "step", "working", "cost",
-                "spent", "elastic", "dropped", "before", "probes")  # fmt: skip
+    _SCALARS = ("fx", "vmax", "best_f", "best_v", "rho", "delta", "it", "fails", "slow", "resets", "status", "kkt", "step", "working", "cost",
+                "spent", "elastic", "dropped", "before", "probes", "exchanges")  # fmt: skip
 
     def pack(self) -> tuple[Array, ...]:
         """The state as a tuple of arrays (what a checkpoint stores)."""
@@ -164,7 +186,7 @@ class PrecisionState:
         arrays["cand"] = np.asarray(arrays["cand"], dtype=np.intp)
         arrays["lam_idx"] = np.asarray(arrays["lam_idx"], dtype=np.intp)
         scal: dict[str, Any] = dict(zip(cls._SCALARS, packed[-1].tolist(), strict=True))
-        for k in ("it", "fails", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes"):
+        for k in ("it", "fails", "slow", "resets", "status", "working", "cost", "spent", "elastic", "dropped", "before", "probes", "exchanges"):
             scal[k] = int(scal[k])
         return cls(**arrays, **scal)
 
@@ -239,10 +261,11 @@ def precision_start(
     )  # fmt: skip
 
 
-def _gradients(oracle: CountingOracle, x: Array, W: IntArray, scale: Array) -> tuple[Array, Array, Array]:
-    """P2: ``(grad f, g_W(x), J_W)`` by central differences inside the bounds (one call per kind); with
+def _gradients(oracle: CountingOracle, x: Array, W: IntArray, scale: Array) -> tuple[Array, Array, Array, Array, Array]:
+    """P2: ``(grad f, g_W(x), J_W, P, span)`` by central differences inside the bounds (one call per kind); with
     equality constraints their rows follow those of ``W`` in ``g_W`` and ``J_W`` (one more call). The step
-    of coordinate ``i`` is ``eps^(1/3) max(c_i, |x_i|)``, relative to its scale ``c_i``."""
+    of coordinate ``i`` is ``eps^(1/3) max(c_i, |x_i|)``, relative to its scale ``c_i``; ``P`` are the ``2 d``
+    difference points and ``span`` the distances between each pair (for :func:`_rows`)."""
     d = x.shape[0]
     h = _H * np.maximum(scale, np.abs(x))
     E = np.diag(h)
@@ -251,14 +274,22 @@ def _gradients(oracle: CountingOracle, x: Array, W: IntArray, scale: Array) -> t
     f = _objective(oracle, P)
     grad = (f[:d] - f[d:]) / span
     if W.shape[0] == 0 and not oracle.m_eq:
-        return grad, np.zeros(0), np.zeros((0, d))
+        return grad, np.zeros(0), np.zeros((0, d)), P, span
     X = np.vstack([x[None, :], P])
     parts = [] if W.shape[0] == 0 else [np.asarray(oracle.constraints(X, W, purpose="precision"), dtype=np.float64)]
     if oracle.m_eq:
         parts.append(np.asarray(oracle.equalities(X, None, purpose="precision"), dtype=np.float64))
     C = parts[0] if len(parts) == 1 else np.hstack(parts)
     J = ((C[1 : d + 1] - C[d + 1 :]) / span[:, None]).T
-    return grad, C[0], J
+    return grad, C[0], J, P, span
+
+
+def _rows(oracle: CountingOracle, x: Array, P: Array, span: Array, idx: IntArray) -> tuple[Array, Array]:
+    """``(g_idx(x), J_idx)`` over the difference points ``P`` of :func:`_gradients` (one call of
+    ``(2 d + 1) |idx|`` values): the rows that join ``W`` in an exchange round (P6a)."""
+    d = x.shape[0]
+    C = np.asarray(oracle.constraints(np.vstack([x[None, :], P]), idx, purpose="precision"), dtype=np.float64)
+    return C[0], ((C[1 : d + 1] - C[d + 1 :]) / span[:, None]).T
 
 
 def _ldp(M: Array, b: Array) -> tuple[Array, Array] | None:
@@ -281,21 +312,32 @@ def _ldp(M: Array, b: Array) -> tuple[Array, Array] | None:
     return -r[:d] / r[d], -u / r[d]
 
 
-def _qp(B: Array, g: Array, A: Array, b: Array) -> tuple[Array, Array] | None:
-    """``min 1/2 p^T B p + g^T p`` s.t. ``A p <= b`` as a least-distance program in ``z = L^T p + L^{-1} g``
-    (``B = L L^T``): ``G = A L^{-T}``, ``h = b + G L^{-1} g``. Rows are scaled to unit norm for the NNLS and
-    the multipliers scaled back. ``None`` when the rows are inconsistent."""
+def _qp(B: Array, g: Array, A: Array, b: Array, meq: int = 0) -> tuple[Array, Array] | None:
+    """``min 1/2 p^T B p + g^T p`` s.t. ``A_j p = b_j`` (the first ``meq`` rows) and ``A_j p <= b_j`` (the others),
+    and its multipliers; ``None`` when the rows are inconsistent. Goldfarb & Idnani's dual method
+    (:func:`zoframe_constrained.qp.dual_qp`): its rows hold to rounding relative to their own size, also where the
+    unconstrained minimiser is far from the feasible set and more rows than variables pass near the solution.
+    Should it stop on its limit of row changes (rounding on nearly dependent rows), the least-distance form
+    decides (each equality as two rows of opposite signs): ``z = L^T p + L^{-1} g`` (``B = L L^T``),
+    ``G = A L^{-T}``, ``h = b + G L^{-1} g``, rows scaled to unit norm for the NNLS and the multipliers scaled
+    back."""
+    try:
+        return dual_qp(B, g, A, b, meq)
+    except RuntimeError:
+        pass
+    A2, b2 = np.vstack([A[:meq], -A[:meq], A[meq:]]), np.concatenate([b[:meq], -b[:meq], b[meq:]])
     L = np.linalg.cholesky(B)
     Lg = solve_triangular(L, g, lower=True)
-    G = solve_triangular(L, A.T, lower=True).T
-    h = b + G @ Lg
+    G = solve_triangular(L, A2.T, lower=True).T
+    h = b2 + G @ Lg
     norms = np.maximum(np.sqrt(np.einsum("ij,ij->i", G, G)), 1e-300)
     out = _ldp(G / norms[:, None], h / norms)
     if out is None:
         return None
-    z, lam = out
+    z, lam2 = out
     p = solve_triangular(L.T, z - Lg, lower=False)
-    return p, lam / norms
+    lam2 = lam2 / norms
+    return p, np.concatenate([lam2[:meq] - lam2[meq : 2 * meq], lam2[2 * meq :]])
 
 
 @dataclass(frozen=True)
@@ -312,24 +354,21 @@ def _subproblem(
     B: Array, g: Array, gW: Array, J: Array, x: Array, lo: Array, hi: Array, delta: float, neq: int = 0
 ) -> _Step:
     """P4: the QP, with the bounds and the step bound as coordinate rows; the elastic form when inconsistent.
-    The last ``neq`` rows of ``gW`` / ``J`` are equalities ``h + J_h p = 0``: two rows of opposite signs each,
-    relaxed by ``xi |h|`` both in the elastic form; their multiplier is the difference of the two."""
+    The last ``neq`` rows of ``gW`` / ``J`` are equalities ``h + J_h p = 0`` (multipliers of free sign); the
+    elastic form relaxes the violated inequalities to ``g_j + J_j p <= xi g_j`` and the equalities to
+    ``h + J_h p = xi h`` (Kraft's relaxation, 1988), ``0 <= xi <= 1``, with ``1/2 sigma xi^2`` in the objective."""
     d = x.shape[0]
     nI = gW.shape[0] - neq
-    h, Jh = gW[nI:], J[nI:]
-    gW = np.concatenate([gW, -h])
-    J = np.vstack([J, -Jh])
     up = np.minimum(hi - x, delta)
     down = np.minimum(x - lo, delta)
     real_up = hi - x <= delta
     real_down = x - lo <= delta
     eye = np.eye(d)
-    nW = gW.shape[0]
-    A = np.vstack([J, eye, -eye])
-    b = np.concatenate([-gW, np.maximum(up, 0.0), np.maximum(down, 0.0)])
-    sol = _qp(B, g, A, b)
+    A = np.vstack([J[nI:], J[:nI], eye, -eye])  # the equalities first
+    b = np.concatenate([-gW[nI:], -gW[:nI], np.maximum(up, 0.0), np.maximum(down, 0.0)])
+    sol = _qp(B, g, A, b, neq)
     xi = 0.0
-    if sol is None:  # elastic: g_j + J_j p <= xi max(g_j, 0), 0 <= xi <= 1, + 1/2 sigma xi^2
+    if sol is None:  # elastic
         sigma = 1e6 * max(1.0, float(np.abs(np.diagonal(B)).max()))
         Be = np.zeros((d + 1, d + 1))
         Be[:d, :d] = B
@@ -337,20 +376,19 @@ def _subproblem(
         ge = np.concatenate([g, [0.0]])
         Ae = np.zeros((A.shape[0] + 2, d + 1))
         Ae[: A.shape[0], :d] = A
-        Ae[:nI, d] = -np.maximum(gW[:nI], 0.0)
-        Ae[nI:nW, d] = -np.abs(gW[nI:])
+        Ae[:neq, d] = -gW[nI:]
+        Ae[neq : neq + nI, d] = -np.maximum(gW[:nI], 0.0)
         Ae[-2, d], Ae[-1, d] = 1.0, -1.0
         be = np.concatenate([b, [1.0, 0.0]])
-        sol_e = _qp(Be, ge, Ae, be)
+        sol_e = _qp(Be, ge, Ae, be, neq)
         if sol_e is None:  # cannot happen in exact arithmetic (p = 0, xi = 1 is feasible): no step
             return _Step(np.zeros(d), np.zeros(nI), np.zeros(neq), np.zeros(d), False, 1.0)
         pe, lam_e = sol_e
         p, lam, xi = pe[:d], lam_e[: A.shape[0]], float(pe[d])
     else:
         p, lam = sol
-    lam_W = lam[:nI]
-    mu = lam[nI : nI + neq] - lam[nI + neq : nW]
-    lam_up, lam_down = lam[nW : nW + d], lam[nW + d :]
+    mu, lam_W = lam[:neq], lam[neq : neq + nI]
+    lam_up, lam_down = lam[neq + nI : neq + nI + d], lam[neq + nI + d :]
     trust = bool(np.any((lam_up > 0) & ~real_up) or np.any((lam_down > 0) & ~real_down))
     lam_box = np.where(real_up, lam_up, 0.0) - np.where(real_down, lam_down, 0.0)
     return _Step(p, lam_W, mu, lam_box, trust, max(xi, 0.0))
@@ -378,6 +416,18 @@ def _bfgs(B: Array, s: Array, y: Array, first: bool) -> Array:
     return out
 
 
+def _solve(B: Array, grad: Array, gA: Array, JA: Array, x: Array, lo: Array, hi: Array, c: Array, delta: float,
+           neq: int) -> tuple[_Step, Array]:
+    """P4 in ``z = x / c`` (with ``B`` reset to a multiple of the identity when its factorisation fails): the
+    step's QP solution and the ``B`` it used."""
+    gz, JAz = c * grad, JA * c[None, :]  # the gradients with respect to z
+    try:
+        return _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, delta, neq), B
+    except np.linalg.LinAlgError:
+        B = np.eye(x.shape[0]) * max(1.0, float(np.abs(np.diagonal(B)).max()))
+        return _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, delta, neq), B
+
+
 def precision_step(
     oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None = None
 ) -> PrecisionState:
@@ -394,7 +444,7 @@ def precision_step(
     if remaining is not None and remaining < iteration_cost(oracle, int(W.shape[0])):
         return dataclasses.replace(st, status=BUDGET)
     c = st.scale  # x = c * z: B, the QP, the step bound and s_prev are in z
-    grad, gA, JA = _gradients(oracle, x, W, c)  # P2 (the equality rows after those of W)
+    grad, gA, JA, P, span = _gradients(oracle, x, W, c)  # P2 (the equality rows after those of W)
     if not (np.isfinite(grad).all() and np.isfinite(JA).all()):
         raise NonFiniteValueError("the precision phase's difference gradients are not finite at the iterate")
     nI = W.shape[0]
@@ -406,14 +456,8 @@ def precision_step(
         B = _bfgs(B, st.s_prev, c * gL - st.gL_prev, first=st.it == 1)
     lo, hi = _bounds(oracle)
     neq = hx.shape[0]
-    gz, JAz = c * grad, JA * c[None, :]  # the gradients with respect to z
-    try:
-        qp = _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, st.delta, neq)  # P4 (in z)
-    except np.linalg.LinAlgError:
-        B = np.eye(d) * max(1.0, float(np.abs(np.diagonal(B)).max()))
-        qp = _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, st.delta, neq)
+    qp, B = _solve(B, grad, gA, JA, x, lo, hi, c, st.delta, neq)  # P4 (in z)
     p = c * qp.p  # the step in x
-    step_z = float(np.abs(qp.p).max(initial=0.0))
     pos = qp.lam_W > 0
     lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
     # P5: the KKT residual with the QP's multipliers (W rows, equalities, real bounds), the step, the predicted change,
@@ -430,7 +474,11 @@ def precision_step(
     if st.violation <= settings.violation_tol and kkt <= settings.kkt_tol and small and not qp.trust and qp.xi == 0.0:
         found = None
         if rng is not None and st.probes < _PROBES:  # P5b: is it a minimum along the active constraints?
-            A = np.vstack([J[pos], Jh, np.eye(d)[qp.lam_box != 0.0]])
+            # the rows whose multiplier force counts next to max(1, |grad f|): a weakly active row (a negligible
+            # multiplier) does not bind the probe to its tangent space (the probe's full pass checks feasibility)
+            force = 1e-8 * gscale
+            strong = lam * np.abs(J[pos]).max(axis=1, initial=0.0) > force
+            A = np.vstack([J[pos][strong], Jh, np.eye(d)[np.abs(qp.lam_box / c) > force]])
             found = _probe(oracle, x, st.fx, A, settings, rng, K, c)
         if found is not None:  # a better feasible point next to a KKT point that is no minimum: go on from there
             trial, ft, vt, cand = found
@@ -445,27 +493,54 @@ def precision_step(
             done = _last_step(oracle, done, p, lam, mu, settings, K)
         spent = oracle.calls - spent0
         return dataclasses.replace(done, cost=spent, spent=st.spent + spent)
+    rounds = 0
+    while True:
+        rho0 = st.rho if st.violation > settings.violation_tol else 0.0  # P6: rho kept while infeasible only
+        rho = max(rho0, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))
+        lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
+        lin = max(lin, float(np.max(np.abs(hx + Jh @ p), initial=0.0)))
+        cut = st.violation - max(lin, 0.0)  # the violation the linearisation removes
+        if cut > 0.0:  # rho large enough for p to descend on the merit (Nocedal & Wright, (18.36))
+            rho = max(rho, (float(grad @ p) + 0.5 * float(qp.p @ B @ qp.p)) / (0.5 * cut))
+        phi0 = st.fx + rho * st.violation
+        D = float(grad @ p) - rho * (st.violation - max(lin, 0.0))
+        first = _trial(oracle, x + p, K, st.cand) if D < 0.0 else None
+        if first is None or first[0] + rho * max(first[1], 0.0) <= phi0 + 1e-4 * D:
+            break
+        # P6a: the full step violates constraints outside W (the pass at x + p shows them): they join W, with their
+        # values and difference rows at x over the same points as J_W, and the QP is solved again from x
+        _, _, cand_t, cval_t = first
+        new = cand_t[(cval_t > max(lin, 0.0)) & ~np.isin(cand_t, W)]
+        more = (2 * d + 1) * new.shape[0] + oracle.n + oracle.m
+        if not new.shape[0] or rounds >= _ROUNDS or (oracle.remaining is not None and oracle.remaining < more):
+            break
+        g_new, J_new = _rows(oracle, x, P, span, new)
+        if not np.isfinite(J_new).all():
+            break
+        W = np.concatenate([W, new])
+        gW, J = np.concatenate([gW, g_new]), np.vstack([J, J_new])
+        gA, JA = np.concatenate([gW, hx]), np.vstack([J, Jh])
+        qp, B = _solve(B, grad, gA, JA, x, lo, hi, c, st.delta, neq)
+        p = c * qp.p
+        pos = qp.lam_W > 0
+        lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
+        gL_x = grad + J[pos].T @ lam + Jh.T @ mu
+        rounds += 1
+    step_z = float(np.abs(qp.p).max(initial=0.0))
+    base.update(working=int(W.shape[0]), elastic=st.elastic + (qp.xi > 0.0), step=float(np.abs(p).max(initial=0.0)))
     act = pos | (gW + J @ p >= -settings.violation_tol)  # the rows active in the QP (for P6b)
-    # P6: the merit f + rho max(0, max_j g_j, max_l |h_l|), rho above the l1 norm of the multipliers
-    rho = max(st.rho, 1.5 * (float(lam.sum()) + float(np.abs(mu).sum())) + 1e-12 * max(1.0, abs(st.fx)))
-    lin = float(np.max(gW + J @ p, initial=0.0))  # the linearised violation after the step (elastic: > 0)
-    lin = max(lin, float(np.max(np.abs(hx + Jh @ p), initial=0.0)))
-    cut = st.violation - max(lin, 0.0)  # the violation the linearisation removes
-    if cut > 0.0:  # rho large enough for p to descend on the merit (Nocedal & Wright, (18.36))
-        rho = max(rho, (float(grad @ p) + 0.5 * float(qp.p @ B @ qp.p)) / (0.5 * cut))
-    phi0 = st.fx + rho * st.violation
-    D = float(grad @ p) - rho * (st.violation - max(lin, 0.0))
+    # P6: line search on the merit f + rho max(0, max_j g_j, max_l |h_l|) from the full step evaluated above
     alpha = 1.0
     accepted = None
     for _ in range(_TRIALS):
         if not D < 0.0:
             break
-        trial = _inside(oracle, (x + alpha * p)[None, :])[0]
-        try:
-            ft = float(_objective(oracle, trial[None, :])[0])
-            vt, cand, cval = _pass(oracle, trial, K)
-        except NonFiniteValueError:
-            ft, vt, cand, cval = math.nan, math.nan, st.cand, np.zeros(0)
+        if alpha == 1.0 and first is not None:
+            ft, vt, cand, cval = first
+            trial = _inside(oracle, (x + p)[None, :])[0]
+        else:
+            trial = _inside(oracle, (x + alpha * p)[None, :])[0]
+            ft, vt, cand, cval = _trial(oracle, trial, K, st.cand)
         phit = ft + rho * max(vt, 0.0)
         if phit <= phi0 + 1e-4 * alpha * D:
             accepted = (trial, ft, vt, cand, cval)
@@ -482,6 +557,7 @@ def precision_step(
         else:
             alpha *= 0.25
     spent = oracle.calls - spent0
+    exchanges = st.exchanges + rounds
     if accepted is None:  # no decrease along p: reset B (and the step bound) and try again; give up after _FAILS
         fails = st.fails + 1
         status = STALLED if fails >= _FAILS else RUNNING
@@ -489,7 +565,7 @@ def precision_step(
         return dataclasses.replace(
             st, B=B_new, rho=rho, fails=fails, status=status, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=np.zeros(0),
             s_prev=np.zeros(0), delta=max(0.1 * st.delta, step_z * 0.1) if step_z > 0 else st.delta, cost=spent,
-            spent=st.spent + spent, **base,
+            spent=st.spent + spent, exchanges=exchanges, **base,
         )  # fmt: skip
     trial, ft, vt, cand, cval = accepted
     s = (trial - x) / c
@@ -497,15 +573,30 @@ def precision_step(
     best_x, best_f, best_v = st.best_x, st.best_f, st.best_v
     if max(vt, 0.0) <= settings.violation_tol and ft < best_f:
         best_x, best_f, best_v = trial.copy(), ft, vt
-    status = RUNNING
+    slow, resets, status = st.slow + 1 if alpha < _SLOW_ALPHA else 0, st.resets, RUNNING
+    if slow >= _SLOW:  # P6c: progress by crumbs only: B is reset, and after _RESETS resets the phase has stalled
+        B, slow, resets = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))), 0, resets + 1
+        status = STALLED if resets > _RESETS else RUNNING
     if not float(np.abs(trial).max()) < settings.limit:
         status = DIVERGED
     dropped = int(K < oracle.m and cval.shape[0] == K and K > 0 and bool(cval[-1] > 0))  # more violated than K
     return dataclasses.replace(
         st, x=trial, fx=ft, vmax=vt, cand=cand, B=B, lam_idx=lam_idx, lam=lam, mu=mu, gL_prev=c * gL_x, s_prev=s,
         best_x=best_x, best_f=best_f, best_v=best_v, rho=rho, delta=delta, fails=0, status=status, cost=spent,
-        spent=st.spent + spent, dropped=dropped, **base,
+        spent=st.spent + spent, dropped=dropped, exchanges=exchanges, slow=slow, resets=resets, **base,
     )  # fmt: skip
+
+
+def _trial(oracle: CountingOracle, point: Array, k: int, cand: IntArray) -> tuple[float, float, IntArray, Array]:
+    """A trial point's objective (``n`` evaluations) and full pass (``m``): ``(f, max violation, top-k, their
+    values)``; NaN values (and the old candidates ``cand``) when a value there is not finite."""
+    trial = _inside(oracle, point[None, :])[0]
+    try:
+        ft = float(_objective(oracle, trial[None, :])[0])
+        vt, top, val = _pass(oracle, trial, k)
+    except NonFiniteValueError:
+        return math.nan, math.nan, cand, np.zeros(0)
+    return ft, vt, top, val
 
 
 def _soc(
@@ -609,4 +700,5 @@ def describe(st: PrecisionState) -> str:
         f"max violation {st.violation:.2g}" + (f", {st.elastic} elastic QP(s)" if st.elastic else "")
         + (", the working-set cap left violated constraints out" if st.dropped else "")
         + (f", {st.probes} second-order probe(s) found a better point next to a KKT point" if st.probes else "")
+        + (f", {st.exchanges} exchange round(s) brought violated constraints into W" if st.exchanges else "")
     )
