@@ -317,8 +317,8 @@ def _qp(B: Array, g: Array, A: Array, b: Array, meq: int = 0) -> tuple[Array, Ar
     and its multipliers; ``None`` when the rows are inconsistent. Goldfarb & Idnani's dual method
     (:func:`zoframe_constrained.qp.dual_qp`): its rows hold to rounding relative to their own size, also where the
     unconstrained minimiser is far from the feasible set and more rows than variables pass near the solution.
-    Should it stop on its limit of row changes (rounding on nearly dependent rows), the least-distance form
-    decides (each equality as two rows of opposite signs): ``z = L^T p + L^{-1} g`` (``B = L L^T``),
+    Where it meets (near) inconsistency or stops on its limit of row changes, the least-distance form decides
+    (each equality as two rows of opposite signs; ``None`` when its residual shows the rows inconsistent): ``z = L^T p + L^{-1} g`` (``B = L L^T``),
     ``G = A L^{-T}``, ``h = b + G L^{-1} g``, rows scaled to unit norm for the NNLS and the multipliers scaled
     back."""
     try:

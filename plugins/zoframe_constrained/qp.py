@@ -34,15 +34,18 @@ __all__ = ["dual_qp"]
 _DEP = 1e-9
 
 
-def dual_qp(
-    B: Array, g: Array, A: Array, b: Array, meq: int = 0, max_iter: int | None = None
-) -> tuple[Array, Array] | None:
+def dual_qp(B: Array, g: Array, A: Array, b: Array, meq: int = 0, max_iter: int | None = None) -> tuple[Array, Array]:
     """``(p, lam)``: the solution of ``min 1/2 p^T B p + g^T p`` s.t. ``A_j p = b_j`` for the first ``meq`` rows
     and ``A_j p <= b_j`` for the others, with its multipliers (``B p + g + A^T lam = 0``; ``lam_j >= 0`` on the
-    inequality rows and ``0`` on the inactive ones, of either sign on the equality rows); ``None`` when the rows
-    are inconsistent (no ``p`` satisfies them). Raises ``RuntimeError`` after ``max_iter`` changes of the active
-    rows (default ``5 (rows + d) + 20``), which only rounding on nearly dependent rows could cause, and
-    ``numpy.linalg.LinAlgError`` when ``B`` is not positive definite.
+    inequality rows and ``0`` on the inactive ones, of either sign on the equality rows).
+
+    Raises ``RuntimeError`` where the rows are inconsistent, or nearly so: the method meets inconsistency as a
+    violated row that depends on the active ones (within ``_DEP``) with no multiplier to exchange for it, which
+    is inconsistent if the dependence is exact and consistent, with a step of the inverse size of the tiny
+    independent part, if not; and as an equality that depends on the ones before it and does not hold. The
+    caller decides (the precision phase asks the least-distance form, which tells the two apart by its own
+    residual). Also ``RuntimeError`` after ``max_iter`` changes of the active rows (default ``5 (rows + d) +
+    20``), and ``numpy.linalg.LinAlgError`` when ``B`` is not positive definite.
 
     A row counts as satisfied when ``A_j p - b_j <= 1e-15 (|b_j| + |A_j|_1 max(|p|_inf, |p_0|_inf))`` (rounding of
     its own terms, ``p_0 = -B^-1 g`` the unconstrained minimiser that ``p`` is computed from; ``|A_j p - b_j|`` for an equality). The equality rows join first (Goldfarb & Idnani, sec. 4) and never
@@ -73,7 +76,7 @@ def dual_qp(
         if zn <= _DEP**2 * float(dv @ dv):  # in the span of the equalities before it
             if abs(res) <= _DEP * float(size(j)):
                 continue  # and consistent with them (to the rounding of difference Jacobians)
-            return None
+            raise RuntimeError("dual_qp: an equality row depends on the ones before it but does not hold")
         t = res / zn
         p = p - t * (J[:, q:] @ dv[q:])
         u = u - t * (solve_triangular(R, dv[:q], lower=False) if q else np.zeros(0))
@@ -113,8 +116,11 @@ def dual_qp(
             dep = zn <= _DEP**2 * float(dv @ dv)  # row j is in the span of the active rows
             t2 = math.inf if dep else float(A[j] @ p - b[j]) / zn  # the full step: row j at zero
             t = min(t1, t2)
-            if not math.isfinite(t):  # no step keeps the multipliers >= 0 and reduces row j: inconsistent rows
-                return None
+            if not math.isfinite(t):  # row j (nearly) dependent on the active rows, no multiplier to trade for it:
+                # inconsistent if the dependence is exact, consistent with a step of the inverse of the tiny
+                # independent part if it is not; this method cannot tell the two apart
+                raise RuntimeError("dual_qp: a violated row depends on the active ones (within _DEP) with no "
+                                   "multiplier to exchange: inconsistent or nearly so")
             if not dep:
                 p = p - t * z
             u = u - t * r
