@@ -154,10 +154,11 @@ def nnls(E: Array, e: Array, maxiter: int | None = None) -> Array:
     qr = _PassiveQR(E)
     out_of_play = np.zeros(k, dtype=bool)  # passive, or kept out as dependent / not entering
     r = e.copy()
+    w = np.empty(k)
     for _ in range(limit):
-        w = ET @ r  # the dual vector (negative gradient)
+        np.dot(ET, r, out=w)  # the dual vector (negative gradient)
         w[out_of_play] = -np.inf
-        t = int(np.argmax(w))
+        t = int(w.argmax())
         if not w[t] > tol:  # Kuhn-Tucker conditions hold
             return u
         out_of_play[t] = True
@@ -191,8 +192,9 @@ def nnls(E: Array, e: Array, maxiter: int | None = None) -> Array:
                 break
         u[:] = 0.0
         if qr.p:
-            u[qr.cols] = z
-            r = e - E[:, qr.cols] @ z
+            passive = np.asarray(qr.cols)
+            u[passive] = z
+            r = e - E[:, passive] @ z
         else:
             r = e.copy()
     raise RuntimeError(f"nnls: {limit} iterations without meeting the Kuhn-Tucker conditions")
