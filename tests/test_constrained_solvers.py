@@ -514,6 +514,57 @@ def test_restoration_with_thousands_of_violated_constraints_takes_few_rounds() -
     assert np.linalg.norm(r.x - x0) <= 1.01 * np.linalg.norm(y.value - x0)
 
 
+def test_restoration_rows_per_round_default_to_m_over_dim_within_4_and_16_dim() -> None:
+    """The rows of a round: ``restore_batch`` when given, else ``m / dim`` clipped to ``[4 dim, 16 dim]``."""
+    from types import SimpleNamespace
+
+    from zoframe_constrained.solvers import ADSZOG, DSZOG
+
+    for cls in (DSZOG, ADSZOG):
+        budget = cls().row_budget
+        assert budget(SimpleNamespace(dim=10, m=50)) == 40  # type: ignore[arg-type]
+        assert budget(SimpleNamespace(dim=10, m=1_000)) == 100  # type: ignore[arg-type]
+        assert budget(SimpleNamespace(dim=10, m=10**6)) == 160  # type: ignore[arg-type]
+        assert cls(restore_batch=7).row_budget(SimpleNamespace(dim=10, m=10**6)) == 7  # type: ignore[arg-type]
+
+
+def test_restoration_with_the_default_rows_per_round_uses_them_and_ends_feasible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random halfspaces (d = 20, m = 2,000: ``m / dim`` = 100 rows per round, below ``16 dim`` = 320),
+    hundreds violated at x0: every least-distance program has at most 100 rows, some have exactly 100,
+    and the restoration ends feasible over all constraints, moving x at most 5% further than the exact
+    projection onto the halfspaces."""
+    import zoframe_constrained.solvers as solvers
+
+    rng = np.random.default_rng(3)
+    d, m = 20, 2_000
+    D = rng.standard_normal((m, d))
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    x_in = rng.standard_normal(d)
+    e = D @ x_in + rng.uniform(0.0, 1.0, m)  # x_in is feasible
+    x0 = x_in + rng.standard_normal(d) / np.sqrt(d)
+    assert 100 <= int(np.sum(D @ x0 > e)) <= 1000
+
+    def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return X @ D[idx].T - e[idx]
+
+    rows: list[int] = []
+    original = solvers.least_distance
+
+    def counted(G: np.ndarray, b: np.ndarray) -> Any:
+        rows.append(int(G.shape[0]))
+        return original(G, b)
+
+    monkeypatch.setattr(solvers, "least_distance", counted)
+    prob = zoframe.Constrained(lambda X: ((X - x0) ** 2).sum(1), con, m=m, x0=x0, convex_constraints=True)
+    r = minimize(prob, "dszog", rng=0, max_iter=50, M1=1, M2=4, M3=4, restore_after=0, violation_tol=1e-6)
+    assert r.message.startswith("feasible"), r.message
+    assert rows and max(rows) == 100, rows
+    assert float(np.max(D @ r.x - e)) <= 1e-6
+    y = cp.Variable(d)
+    cp.Problem(cp.Minimize(cp.sum_squares(y - x0)), [D @ y <= e - 5e-7]).solve(solver=cp.CLARABEL)
+    assert np.linalg.norm(r.x - x0) <= 1.05 * np.linalg.norm(y.value - x0)
+
+
 @pytest.mark.parametrize("name", ["dszog", "adszog"])
 def test_restore_every_keeps_feasible_snapshots_and_leaves_the_iterates_alone(
     convex: tuple[Any, np.ndarray, float], name: str

@@ -5,7 +5,7 @@ to non-negative least squares (NNLS). :func:`nnls` is their NNLS algorithm (ch. 
 NNLS) with the QR factorisation of the passive columns grown one column at a time
 (Gram-Schmidt with one reorthogonalisation) and downdated by Givens rotations when columns leave
 (``scipy.linalg.qr_delete``; refactorised when many leave at once). The
-restoration's programs have many rows (up to ``16 dim``) but few active ones (about ``dim / 2`` on
+restoration's programs have many rows (``4 dim`` to ``16 dim``) but few active ones (about ``dim / 2`` on
 a9a pairwise), so each iteration costs one product ``E^T r`` plus ``O(M p)`` for ``p`` passive
 columns. ``benchmarks/ldp_nnls.py`` (a9a pairwise, first restoration program after 1,000 steps,
 1,968 rows, d = 123, 41-56 active rows, 5 seeds), before the downdates: median 8.9 ms against 16.9 ms
@@ -13,6 +13,13 @@ for scipy 1.17's ``nnls`` and 7.7 ms against 133 ms for scipy 1.15's, the same s
 downdates made the programs of a9a's restoration 1.3-1.9x faster again (interleaved, loaded machine). On small programs
 (breast-cancer: 33-66 rows, d = 31) scipy's compiled loop is faster (0.02 ms against 0.13 ms),
 which does not matter next to a round's constraint evaluations.
+
+Measured and not taken (the programs of ``benchmarks/peers.py``'s a9a runs, 5 seeds, the same steps to
+rounding): Goldfarb & Idnani's dual method (:func:`zoframe_constrained.qp.dual_qp` with ``B = I``,
+``g = 0``) took 2x the time at 1,968 rows and 3x at 492 (about as many changes of the active rows as NNLS
+has column entries, each dearer); starting NNLS from the previous round's active rows saved nothing (most
+of them leave); pricing a working set of columns instead of all (the dual vector on the most violated
+``2 M`` columns, the others priced when those are done) made 1.6x as many column entries.
 """
 
 from __future__ import annotations
@@ -147,10 +154,11 @@ def nnls(E: Array, e: Array, maxiter: int | None = None) -> Array:
     qr = _PassiveQR(E)
     out_of_play = np.zeros(k, dtype=bool)  # passive, or kept out as dependent / not entering
     r = e.copy()
+    w = np.empty(k)
     for _ in range(limit):
-        w = ET @ r  # the dual vector (negative gradient)
+        np.dot(ET, r, out=w)  # the dual vector (negative gradient)
         w[out_of_play] = -np.inf
-        t = int(np.argmax(w))
+        t = int(w.argmax())
         if not w[t] > tol:  # Kuhn-Tucker conditions hold
             return u
         out_of_play[t] = True
@@ -184,8 +192,9 @@ def nnls(E: Array, e: Array, maxiter: int | None = None) -> Array:
                 break
         u[:] = 0.0
         if qr.p:
-            u[qr.cols] = z
-            r = e - E[:, qr.cols] @ z
+            passive = np.asarray(qr.cols)
+            u[passive] = z
+            r = e - E[:, passive] @ z
         else:
             r = e.copy()
     raise RuntimeError(f"nnls: {limit} iterations without meeting the Kuhn-Tucker conditions")
