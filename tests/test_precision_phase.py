@@ -420,3 +420,16 @@ def test_nearly_degenerate_active_sets_do_not_freeze_the_line_search(name: str) 
     r = zoframe.minimize(tp.problem(), "adszog", rng=0, max_calls=2000 * len(tp.x0) * (1 + tp.m), record_every=0)
     assert r.success and r.status.name == "CONVERGED", r.message
     assert rel(r.fun, tp.f_star) <= 1e-8 and r.max_violation <= 1e-6
+
+
+def test_the_best_point_within_violation_tol_is_chosen_by_the_merit() -> None:
+    """Hock & Schittkowski 13: its optimum (1, 0) is a cusp where no KKT point exists, approached from outside the
+    feasible set, where a violation of 6.5e-7 (inside violation_tol = 1e-6) buys an objective 1.7 % below f*. The
+    run cannot be certified and ends without a claim; the point it returns is the best by the merit f + rho v among
+    the points within violation_tol (it returned the one with the lowest f before: 1.7e-2 from f*)."""
+    from zoframe_constrained.suite import HS
+
+    tp = HS["hs013"]()
+    r = zoframe.minimize(tp.problem(), "adszog", rng=0, max_calls=2000 * len(tp.x0) * (1 + tp.m), record_every=0)
+    assert not r.success
+    assert r.max_violation <= 1e-6 and rel(r.fun, tp.f_star) <= 1e-3, (r.fun, r.max_violation)

@@ -145,7 +145,7 @@ class PrecisionState:
     mu: Array  # multipliers (free sign) of the m_eq equality constraints at the last QP
     gL_prev: Array  # grad L(x_prev, lam) (empty before the first step)
     s_prev: Array  # x - x_prev (empty before the first step)
-    best_x: Array  # the best point with max violation <= violation_tol (empty: none yet)
+    best_x: Array  # the best point (by the merit) with max violation <= violation_tol (empty: none yet)
     scale: Array  # the variables' scales c (x = c * z): B, the QP, the step bound and s_prev live in z
     best_f: float = math.inf
     best_v: float = math.inf
@@ -571,7 +571,10 @@ def precision_step(
     s = (trial - x) / c
     delta = st.delta * 2.0 if alpha == 1.0 and step_z >= 0.5 * st.delta else st.delta
     best_x, best_f, best_v = st.best_x, st.best_f, st.best_v
-    if max(vt, 0.0) <= settings.violation_tol and ft < best_f:
+    # the best point: within violation_tol, by the merit (with this iteration's rho) rather than by f alone, so that
+    # a point that buys objective with violation inside the band (approaching from outside) does not win over one
+    # further in at the price the multipliers put on violation
+    if max(vt, 0.0) <= settings.violation_tol and ft + rho * max(vt, 0.0) < best_f + rho * max(best_v, 0.0):
         best_x, best_f, best_v = trial.copy(), ft, vt
     slow, resets, status = st.slow + 1 if alpha < _SLOW_ALPHA else 0, st.resets, RUNNING
     if slow >= _SLOW:  # P6c: progress by crumbs only: B is reset, and after _RESETS resets the phase has stalled
