@@ -1017,6 +1017,10 @@ class _PenaltyMinimax(SolverBase):
         """Switch to the precision phase (:mod:`zoframe_constrained.precision`) at ``x`` with the working set
         ``active``; ``why`` goes into the stop message with the evaluations spent before the switch."""
         ps = precision_start(oracle, x, self.precision_settings(), active)
+        carried = getattr(st, "carried", None)
+        if carried is not None and float(carried[1][0]) < ps.best_f:  # an earlier phase's best point is better
+            ps = dataclasses.replace(ps, best_x=np.array(carried[0], copy=True), best_f=float(carried[1][0]),
+                                     best_v=float(carried[1][1]))  # fmt: skip
         return dataclasses.replace(
             st, x=ps.x, precision=ps.pack(), switch_reason=why, restore_final=False, rounds=0,
         )  # fmt: skip
@@ -1049,11 +1053,14 @@ class _PenaltyMinimax(SolverBase):
         over again by the usual rules (``retries`` counts the hand-backs)."""
         x = ps.best_x if ps.best_x.shape[0] else ps.x
         beta = float(st.beta) * (self.beta_growth if not ps.best_x.shape[0] else 1.0)
+        carried = st.carried  # the best point of every phase so far goes on to the next one
+        if ps.best_x.shape[0] and (carried is None or ps.best_f < float(carried[1][0])):
+            carried = (np.array(ps.best_x, copy=True), np.array([ps.best_f, ps.best_v]))
         return dataclasses.replace(
             st, x=np.array(x, copy=True), precision=None, retries=int(st.retries) + 1, stationary=False,
             restore_final=False, stalls=0, rounds=0, restore_active=None, restore_best=None, t=int(st.t) + 1,
             beta=min(beta, self.beta_max), alpha=self.first_length(x, oracle) * 1e-2, win_t0=int(st.t),
-            win_v0=math.inf, switch_reason="", from_x0=False,
+            win_v0=math.inf, switch_reason="", from_x0=False, carried=carried,
         )  # fmt: skip
 
     def _precision_stop(self, state: Any) -> str | None:
@@ -1334,6 +1341,9 @@ class _RestorationState:
     restore_final: bool = False
     restore_best: tuple[Array, Array] | None = None
     precision: tuple[Array, ...] | None = None
+    #: the best point of the precision phases handed back so far and ``[f, max violation]`` there: the next
+    #: phase starts with it as its best point, so that a hand-back loses nothing
+    carried: tuple[Array, Array] | None = None
     switch_reason: str = ""
     from_x0: bool = False
 
@@ -1343,7 +1353,7 @@ class _RestorationState:
             "beta": self.beta, "alpha": self.alpha, "viol": self.viol, "win_t0": self.win_t0, "win_v0": self.win_v0,
             "stalls": self.stalls, "best_x": self.best_x, "best_value": self.best_value, "diverged": self.diverged,
             "g0": self.g0, "kkt": self.kkt, "retries": self.retries,
-            "stationary": self.stationary, "restore_final": self.restore_final,
+            "stationary": self.stationary, "restore_final": self.restore_final, "carried": self.carried,
         }  # fmt: skip
 
     def snapshot_fields(self) -> dict[str, Any]:
