@@ -488,17 +488,24 @@ def test_nnls_says_when_it_runs_out_of_iterations() -> None:
         nnls(rng.standard_normal((10, 30)), rng.standard_normal(10), maxiter=1)
 
 
+def _halfspaces(seed: int, d: int, m: int, slack: float, spread: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``m`` random unit halfspaces ``D x <= e`` around a feasible point (slacks uniform in ``[0, slack]``) and
+    a start ``x0`` at about ``spread`` from it: ``(D, e, x0)``."""
+    rng = np.random.default_rng(seed)
+    D = rng.standard_normal((m, d))
+    D /= np.linalg.norm(D, axis=1, keepdims=True)
+    x_in = rng.standard_normal(d)
+    e = D @ x_in + rng.uniform(0.0, slack, m)  # x_in is feasible
+    x0 = x_in + spread * rng.standard_normal(d) / np.sqrt(d)
+    return D, e, x0
+
+
 def test_restoration_with_thousands_of_violated_constraints_takes_few_rounds() -> None:
     """Hundreds of 20,000 random halfspaces around a feasible point violated at x0: restoration (all
     nearly active rows per round) is feasible over all constraints within 5 rounds and moves x no
     further than the exact projection onto the halfspaces (within 1%)."""
-    rng = np.random.default_rng(1)
     d, m = 20, 20_000
-    D = rng.standard_normal((m, d))
-    D /= np.linalg.norm(D, axis=1, keepdims=True)
-    x_in = rng.standard_normal(d)
-    e = D @ x_in + rng.uniform(0.0, 3.0, m)  # x_in is feasible
-    x0 = x_in + 0.3 * rng.standard_normal(d) / np.sqrt(d)
+    D, e, x0 = _halfspaces(1, d, m, slack=3.0, spread=0.3)
     assert 100 <= int(np.sum(D @ x0 > e)) <= 2000
 
     def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -535,13 +542,8 @@ def test_restoration_with_the_default_rows_per_round_uses_them_and_ends_feasible
     projection onto the halfspaces."""
     import zoframe_constrained.solvers as solvers
 
-    rng = np.random.default_rng(3)
     d, m = 20, 2_000
-    D = rng.standard_normal((m, d))
-    D /= np.linalg.norm(D, axis=1, keepdims=True)
-    x_in = rng.standard_normal(d)
-    e = D @ x_in + rng.uniform(0.0, 1.0, m)  # x_in is feasible
-    x0 = x_in + rng.standard_normal(d) / np.sqrt(d)
+    D, e, x0 = _halfspaces(3, d, m, slack=1.0, spread=1.0)
     assert 100 <= int(np.sum(D @ x0 > e)) <= 1000
 
     def con(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
