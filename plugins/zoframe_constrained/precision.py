@@ -55,10 +55,10 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         (over the points of P2) and the QP is solved again from x, before any shortening of the step (at most
         5 rounds): at a crowded vertex (m >> d rows near the solution) a shortened step removes only a
         fraction of the violation per iteration, a step of the enlarged QP removes it
-    P6c ten iterations in a row whose accepted step was cut below 0.1 of the QP step reset B to a multiple of
-        the identity; the third time, the phase has stalled (progress by crumbs: the model leads nowhere)
     P6b when the full step is rejected, a second-order correction: the least-norm move (in z) back onto the
         linearisation of the active rows at x + p, tried once before the step is shortened (the Maratos effect)
+    P6c ten iterations in a row whose accepted step was cut below 0.1 of the QP step reset B to a multiple of
+        the identity; the third time, the phase has stalled (progress by crumbs: the model leads nowhere)
 
 Cost of an iteration: ``2 d n + (2 d + 1)|W|`` for the gradients plus ``n + m`` per trial point
 (usually one), ``(2 d + 1)`` values per row that joins ``W`` in an exchange round, and ``|A| + m_eq``
