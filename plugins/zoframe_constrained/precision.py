@@ -75,6 +75,7 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from scipy.linalg import cho_factor, solve_triangular
 
 from zoframe.errors import NonFiniteValueError
@@ -428,6 +429,16 @@ def _solve(B: Array, grad: Array, gA: Array, JA: Array, x: Array, lo: Array, hi:
         return _subproblem(B, gz, gA, JAz, x / c, lo / c, hi / c, delta, neq), B
 
 
+def _multipliers(
+    qp: _Step, W: IntArray, grad: Array, J: Array, Jh: Array
+) -> tuple[npt.NDArray[np.bool_], IntArray, Array, Array, Array]:
+    """The QP's multipliers: ``(pos, lam_idx, lam, mu, grad L)`` with ``pos`` the rows of ``W`` with a positive
+    multiplier, ``lam_idx = W[pos]`` and ``grad L = grad f + J_pos^T lam + J_h^T mu`` (in x)."""
+    pos = qp.lam_W > 0
+    lam, mu = qp.lam_W[pos], qp.mu
+    return pos, W[pos], lam, mu, grad + J[pos].T @ lam + Jh.T @ mu
+
+
 def precision_step(
     oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None = None
 ) -> PrecisionState:
@@ -458,11 +469,9 @@ def precision_step(
     neq = hx.shape[0]
     qp, B = _solve(B, grad, gA, JA, x, lo, hi, c, st.delta, neq)  # P4 (in z)
     p = c * qp.p  # the step in x
-    pos = qp.lam_W > 0
-    lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
+    pos, lam_idx, lam, mu, gL_x = _multipliers(qp, W, grad, J, Jh)
     # P5: the KKT residual with the QP's multipliers (W rows, equalities, real bounds), the step, the predicted change,
     # all in x (the problem's own units)
-    gL_x = grad + J[pos].T @ lam + Jh.T @ mu
     resid = gL_x + qp.lam_box / c
     gscale = max(1.0, float(np.abs(grad).max()))
     kkt = float(np.abs(resid).max()) / gscale
@@ -522,9 +531,7 @@ def precision_step(
         gA, JA = np.concatenate([gW, hx]), np.vstack([J, Jh])
         qp, B = _solve(B, grad, gA, JA, x, lo, hi, c, st.delta, neq)
         p = c * qp.p
-        pos = qp.lam_W > 0
-        lam_idx, lam, mu = W[pos], qp.lam_W[pos], qp.mu
-        gL_x = grad + J[pos].T @ lam + Jh.T @ mu
+        pos, lam_idx, lam, mu, gL_x = _multipliers(qp, W, grad, J, Jh)
         rounds += 1
     step_z = float(np.abs(qp.p).max(initial=0.0))
     base.update(working=int(W.shape[0]), elastic=st.elastic + (qp.xi > 0.0), step=float(np.abs(p).max(initial=0.0)))
