@@ -8,10 +8,11 @@ run of each case compares ``Result.x``, the trace and ``nfev``. Cases: both solv
 ``steps="paper"`` and ``"auto"``, ``p_form="dense"`` and ``"sparse"``, pairwise breast-cancer,
 pairwise a9a (300 samples; skipped without the data set) and fairness D1, two seeds.
 
-The references were written on one machine; matrix products may round differently elsewhere
-(another BLAS or CPU). A fixed probe (a product of seeded matrices through the problems' BLAS
-paths) is stored with them: where it differs, the comparison is to ``1e-9`` of each array's
-scale instead of exact.
+The references were written on one machine; matrix products, reductions and ufuncs may round
+differently elsewhere (another BLAS, or another CPU whose vector instructions numpy dispatches to).
+Two probes (products of seeded matrices through the problems' BLAS paths, and numpy reductions and
+ufuncs) are stored with them: where either differs, the comparison is to ``1e-6`` of each array's
+scale, and only of the quantities that do not amplify rounding (:func:`_robust`).
 
 Iterates may change in their last bits from one version to the next: the references are those of
 an earlier version, and the cases whose arithmetic has changed since are compared to a tolerance
@@ -207,10 +208,38 @@ def test_iterates_are_the_stored_ones(case: tuple[str, str, str, str, int], refe
     got = {k: v for k, v in got.items() if k not in _AFTER_THE_REFERENCE}
     ref = reference["cases"][_name(case)]
     changed = case[3] == "sparse"  # the sparse form's threshold sums changed since the references (docstring)
-    exact = reference["probe"] == probe() and not changed
+    same_machine = reference["probe"] == probe() and reference.get("numpy_probe") == numpy_probe()
+    exact = same_machine and not changed
     assert sorted(got) == sorted(ref)
     for key, arr in got.items():
-        _check(key, arr, ref[key], exact or key in ("nfev", "t", "result.nfev"), _CHANGED_TOL if changed else 1e-9)
+        if not same_machine and not _robust(case, key):
+            continue  # rounded differently on this machine: a quantity that amplifies rounding (docstring)
+        _check(key, arr, ref[key], exact or (same_machine and key in ("nfev", "t", "result.nfev")),
+               _CHANGED_TOL if (changed or not same_machine) else 1e-9)  # fmt: skip
+
+
+def _robust(case: tuple[str, str, str, str, int], key: str) -> bool:
+    """Whether ``key`` of ``case`` is compared on a machine that rounds differently from the references'.
+
+    ``steps="paper"`` (fixed steps): every iterate and the dense ``p``, not the sparse form's support (an entry
+    near the floor may or may not be in it); ``steps="auto"``: the short ``minimize`` run (its ``Result.x`` and
+    trace), not the long run's final state, whose accept / reject decisions and phase switches amplify a
+    difference in the last bit into a different path."""
+    if key.startswith(("result.", "trace.")) and key != "result.nfev":
+        return True
+    if case[2] != "paper":
+        return False
+    return key in ("xs", "state.x", "outputs.p") or (case[3] == "dense" and key.startswith("state.") and key != "state.t")
+
+
+def numpy_probe() -> str:
+    """A hash of numpy reductions and ufuncs as the solvers use them (their rounding depends on the CPU's
+    vector instructions, which numpy chooses at run time)."""
+    rng = np.random.default_rng(321)
+    a, B = rng.standard_normal(1000), rng.standard_normal((64, 37))
+    parts = [np.array([a.sum(), np.abs(a).sum(), (a * a).sum()]), np.exp(a), np.log1p(np.abs(a)), np.sqrt(np.abs(a)),
+             B.sum(axis=0), B.mean(axis=1), np.einsum("ij,ij->j", B, B), np.maximum(a, 0.0) ** 2]
+    return hashlib.sha256(b"".join(np.ascontiguousarray(p).tobytes() for p in parts)).hexdigest()
 
 
 def _write() -> None:
@@ -222,7 +251,8 @@ def _write() -> None:
             print(f"skipped {_name(case)}: no data")
             continue
         print(_name(case), flush=True)
-    _FILE.write_text(json.dumps({"probe": probe(), "cases": cases}, indent=0, sort_keys=True) + "\n")
+    doc = {"probe": probe(), "numpy_probe": numpy_probe(), "cases": cases}
+    _FILE.write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
     print(f"wrote {_FILE}")
 
 

