@@ -96,27 +96,36 @@ def _recover(npz: Path, js: Path) -> None:
         raise CheckpointError(f"cannot tidy the checkpoint files at {npz.with_suffix('')}: {exc}") from exc
 
 
-def _encode_state(state: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def _encode_state(state: Any, prefix: str = "state") -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Arrays under ``prefix.field`` and plain scalars; a field that is itself a dataclass state (the running
+    phase's state of a phased solver) is encoded the same way under ``prefix.field`` with its class named
+    as ``{"__state__": "module:QualName", "scalars": {...}}`` (resolved on load as the top state is)."""
     if not dataclasses.is_dataclass(state) or isinstance(state, type):
         raise CheckpointError(f"a solver state must be a dataclass instance to be checkpointed, got {type(state).__name__}")
     arrays: dict[str, np.ndarray] = {}
     scalars: dict[str, Any] = {}
     for f in dataclasses.fields(state):
         v = getattr(state, f.name)
+        key = f"{prefix}.{f.name}"
         if isinstance(v, np.ndarray):
-            arrays[f"state.{f.name}"] = v
+            arrays[key] = v
         elif isinstance(v, (tuple, list)) and all(isinstance(e, np.ndarray) for e in v):
             scalars[f.name] = {"__tuple_of_arrays__": len(v)}
             for i, e in enumerate(v):
-                arrays[f"state.{f.name}.{i}"] = e
+                arrays[f"{key}.{i}"] = e
         elif isinstance(v, np.generic):
             scalars[f.name] = {"__numpy_scalar__": v.item()}
         elif v is None or isinstance(v, (bool, int, float, str)):
             scalars[f.name] = v
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            sub_arrays, sub_scalars = _encode_state(v, key)
+            arrays.update(sub_arrays)
+            cls = type(v)
+            scalars[f.name] = {"__state__": f"{cls.__module__}:{cls.__qualname__}", "scalars": sub_scalars}
         else:
             raise CheckpointError(
                 f"state field {f.name!r} of type {type(v).__name__} cannot be checkpointed; "
-                "state fields must be arrays, tuples of arrays or plain scalars"
+                "state fields must be arrays, tuples of arrays, plain scalars or dataclass states"
             )
     return arrays, scalars
 
@@ -217,9 +226,21 @@ def _namespace(klass: type[Any]) -> dict[str, Any]:
 
 
 def _namespace_of(source: Any) -> dict[str, Any]:
-    """``source`` is a solver class, or a registered spec whose class is loaded through its plugin."""
+    """``source`` is a solver class, a registered spec whose class is loaded through its plugin, or an
+    imported module (:func:`_sibling`)."""
+    if isinstance(source, type(sys)):
+        return vars(source)
     klass = source if isinstance(source, type) else source.cls
     return _namespace(klass)
+
+
+def _sibling(mod_name: str, modules: Mapping[str, Any]) -> bool:
+    """Whether ``mod_name`` is an already imported module of zoframe's core or of the package of an allowed
+    module (the phases of a phased solver keep their states in their own modules): never imported here."""
+    if mod_name not in sys.modules:
+        return False
+    top = mod_name.partition(".")[0]
+    return top == "zoframe" or any(m.partition(".")[0] == top for m in modules)
 
 
 def resolve_state_class(
@@ -250,6 +271,8 @@ def resolve_state_class(
         obj: Any = allowed[ref]
     else:
         modules = _allowed_modules(solver, registry)
+        if mod_name not in modules and _sibling(mod_name, modules):
+            modules[mod_name] = sys.modules[mod_name]  # a phase's state, beside its solver's package
         if mod_name not in modules:
             raise CheckpointError(
                 f"{where} names the state class {ref}, whose module is not the module of a registered solver "
@@ -269,6 +292,32 @@ def resolve_state_class(
     if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
         raise CheckpointError(f"{where} names {ref} as its state class, which is not a dataclass")
     return obj
+
+
+def _decode_state(
+    cls: type[Any], scalars: Mapping[str, Any], arrays: dict[str, np.ndarray], prefix: str,
+    resolve: Any,
+) -> Any:  # fmt: skip
+    """The inverse of :func:`_encode_state` (nested states' classes resolved by ``resolve``)."""
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}.{f.name}"
+        if key in arrays:
+            kwargs[f.name] = arrays.pop(key)
+        elif f.name in scalars:
+            v = scalars[f.name]
+            if isinstance(v, dict) and "__tuple_of_arrays__" in v:
+                kwargs[f.name] = tuple(arrays.pop(f"{key}.{i}") for i in range(int(v["__tuple_of_arrays__"])))
+            elif isinstance(v, dict) and "__numpy_scalar__" in v:
+                kwargs[f.name] = v["__numpy_scalar__"]
+            elif isinstance(v, dict) and "__state__" in v:
+                sub = v.get("scalars", {})
+                if not isinstance(sub, dict):
+                    raise CheckpointError(f"state field {key} holds no scalars; the file is damaged")
+                kwargs[f.name] = _decode_state(resolve(v["__state__"]), sub, arrays, key, resolve)
+            else:
+                kwargs[f.name] = v
+    return cls(**kwargs)
 
 
 def load(
@@ -336,23 +385,15 @@ def _load(
     )
     with np.load(io.BytesIO(blob), allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
-    kwargs: dict[str, Any] = {}
     scalars = doc.get("state_scalars", {})
     if not isinstance(scalars, dict):
         raise CheckpointError(f"checkpoint {js}: state_scalars is not a JSON object; the file is damaged")
-    for f in dataclasses.fields(cls):
-        key = f"state.{f.name}"
-        if key in arrays:
-            kwargs[f.name] = arrays.pop(key)
-        elif f.name in scalars:
-            v = scalars[f.name]
-            if isinstance(v, dict) and "__tuple_of_arrays__" in v:
-                kwargs[f.name] = tuple(arrays.pop(f"{key}.{i}") for i in range(int(v["__tuple_of_arrays__"])))
-            elif isinstance(v, dict) and "__numpy_scalar__" in v:
-                kwargs[f.name] = v["__numpy_scalar__"]
-            else:
-                kwargs[f.name] = v
-    state = cls(**kwargs)
+
+    def resolve(ref: object) -> type[Any]:
+        return resolve_state_class(ref, state_classes=state_classes, solver=solver, registry=registry,
+                                   where=f"checkpoint {js}")  # fmt: skip
+
+    state = _decode_state(cls, scalars, arrays, "state", resolve)
     rng_doc = doc.get("rng")
     if not isinstance(rng_doc, dict):
         raise CheckpointError(f"checkpoint {js} holds no generator state; the file is damaged")

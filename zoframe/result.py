@@ -31,7 +31,11 @@ class Status(enum.IntEnum):
     ``CALLBACK``: the user's callback stopped the run. ``FAILED``: an error ended the run.
     ``DIVERGED``: the iterate or the solver's merit value blew up (non-finite or beyond a bound).
     ``RUNNING``: the run has not ended (a Result taken from an ask/tell run in progress).
-    Only ``CONVERGED`` can give ``Result.success``; see :func:`decide_success` and ``docs/success.md``.
+    ``NOISE_LIMITED``: the solver stopped because the noise of the function values allows no further
+    progress; the message gives the residual reached, the noise estimated and the best tolerance the
+    values support.
+    Only ``CONVERGED`` and ``NOISE_LIMITED`` are claims that the certificate may turn into
+    ``Result.success``; see :func:`decide_success` and ``docs/success.md``.
     """
 
     CONVERGED = 0
@@ -42,6 +46,7 @@ class Status(enum.IntEnum):
     FAILED = 5
     DIVERGED = 6
     RUNNING = 7
+    NOISE_LIMITED = 8
 
     @property
     def success(self) -> bool:
