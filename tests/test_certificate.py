@@ -308,7 +308,7 @@ def test_verify_reports_the_same_certificate_as_the_run() -> None:
 
 def test_chunked_differences_give_the_same_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
     """Large d is evaluated a chunk of coordinates at a time (bounded memory): the same numbers."""
-    import zoframe.certificate as zc
+    import zoframe.certificate._common as zc
 
     prob, xs = semi_infinite(m=3000)
     whole = _cert(prob, xs)

@@ -1,0 +1,218 @@
+"""The KKT test of the certificate: finite sums (with a feasible set) and constrained problems."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from zoframe.certificate._common import (
+    _EPS,
+    Evals,
+    _bounds,
+    _derivatives,
+    _difference_points,
+    _Differences,
+    _ratio,
+    _unit,
+)
+from zoframe.certificate.gradient import _coordinate_ratio, _Objective, _objective_at, _reference
+from zoframe.protocols import Array, IntArray
+
+#: probe step of the second-order test, relative to the point's scale
+PROBE_STEP = 1e-3
+#: relative negative curvature along the tangent space that refuses a certificate
+CURVATURE_TOL = 1e-2
+
+def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int) -> dict[str, Any]:
+    oracle = ev.oracle
+    d = x.shape[0]
+    s = max(1.0, float(np.abs(x).max()))
+    fs = oracle.feasible_set
+    box = _bounds(fs, d)
+    D = _difference_points(x, box)
+    obj = _objective_at(ev, x, D)
+    ref = _reference(obj, s)
+    band = 10.0 * tol * s
+    rows: list[Array] = []  # gradients of the nearly active constraints / bounds
+    vals: list[float] = []  # their values (<= 0 when satisfied)
+    ids: list[int] = []  # constraint index, or -1 for a bound
+    lengths: list[float] = []  # the length scale of each row's complementarity term
+    viol = 0.0 if (fs is not None or oracle.kind == "constrained") else None
+    cap_hit = False
+    cand = np.zeros(0, dtype=np.intp)
+    blen = np.full(d, s)  # each coordinate's length scale: the box's width where it is narrower than s
+    if box is not None:
+        lo, hi = box
+        viol = max(0.0, float(np.max(lo - x)), float(np.max(x - hi)))
+        width = hi - lo
+        # a bound's length scale: the box's width where it is narrower than the point's scale
+        blen = np.where(np.isfinite(width) & (width > 0), np.minimum(s, width), s)
+        for sign, gap in ((-1.0, lo - x), (1.0, x - hi)):  # bound rows: g = lo - x <= 0, x - hi <= 0
+            for i in np.flatnonzero(np.isfinite(gap) & (gap >= -10.0 * tol * blen)):
+                rows.append(sign * _unit(d, int(i)))
+                vals.append(float(gap[i]))
+                ids.append(-1)
+                lengths.append(float(blen[i]))
+    elif fs is not None:
+        viol = float(np.abs(x - np.asarray(fs.project(x), dtype=np.float64)).max())
+    if oracle.kind == "constrained":
+        fp = ev.full_pass(x, cap + 1, feas_tol)  # the one pass over all m constraints
+        viol = max(float(viol or 0.0), float(fp.max_violation))
+        cand = np.asarray(fp.top_indices[:cap], dtype=np.intp)
+        cvals = np.asarray(fp.top_values[:cap], dtype=np.float64)
+        if cand.shape[0]:
+            Gc = np.empty((cand.shape[0], d))
+            for lo_i, hi_i in D.chunks(cand.shape[0]):  # one batched call per chunk of coordinates
+                C = ev.constraints(D.points(lo_i, hi_i), cand)  # (2k, K)
+                k = hi_i - lo_i
+                Gc[:, lo_i:hi_i] = _derivatives(cvals, C[:k], C[k:], D.a[lo_i:hi_i], D.b[lo_i:hi_i])[0].T
+            gn = np.linalg.norm(Gc, axis=1)
+            dist = np.where(cvals >= 0, 0.0, -cvals / np.maximum(gn, 1e-300))
+            near = np.flatnonzero(dist <= band)
+            # a constraint's length scale: the coordinates' scales weighted by its normal (s without a
+            # narrow box), so that a constraint at a distance comparable to a narrow box is not active
+            clen = np.linalg.norm(Gc * blen, axis=1) / np.maximum(gn, 1e-300)
+            for j in near:
+                rows.append(Gc[j])
+                vals.append(float(cvals[j]))
+                ids.append(int(cand[j]))
+                lengths.append(float(clen[j]) if gn[j] > 0 else s)
+            if fp.top_indices.shape[0] > cap and near.shape[0] == cand.shape[0]:
+                nxt = float(fp.top_values[cap])  # the largest value left out
+                cap_hit = nxt >= 0 or -nxt / max(float(gn.max()), 1e-300) <= band
+    J = np.asarray(rows, dtype=np.float64).reshape(len(rows), d)
+    g_act = np.asarray(vals, dtype=np.float64)
+    Jh, hx = _equalities_at(ev, x, D)  # (m_eq, d), (m_eq,): always active, multipliers of free sign
+    if hx.shape[0]:
+        viol = max(float(viol or 0.0), float(np.abs(hx).max()))
+    lam = np.zeros(len(rows))
+    ncol = len(rows) + 2 * hx.shape[0]
+    if ncol:
+        from scipy.optimize import nnls  # imported on use (scipy.optimize is slow to import)
+
+        # the columns: the nearly active rows, then +grad h_l and -grad h_l (mu_l = u_l+ - u_l-)
+        Jall = np.vstack([J, Jh, -Jh])
+        comp = np.concatenate([g_act / np.asarray(lengths, dtype=np.float64).reshape(-1), hx / s, -hx / s])
+        M = np.vstack([Jall.T, np.diag(comp)])
+        rhs = np.concatenate([-obj.grad, np.zeros(ncol)])
+        u, _ = nnls(M, rhs, maxiter=50 * max(M.shape))
+        lam = u[: len(rows)]
+        resid_vec = obj.grad + Jall.T @ u
+        r = float(np.sqrt(resid_vec @ resid_vec + float(np.sum((u * comp) ** 2))))
+        force = np.abs(Jall.T) @ u
+    else:
+        resid_vec = obj.grad
+        r = float(np.linalg.norm(obj.grad))
+        force = np.zeros(d)
+    residual = _ratio(r, ref)
+    if fs is not None and box is None:  # another convex set: the projected step of the residual
+        t = s / max(ref, 1e-300)
+        r = float(np.linalg.norm(x - np.asarray(fs.project(x - t * resid_vec), dtype=np.float64))) / t
+        residual = _ratio(r, ref)
+    else:  # and coordinate by coordinate (variables of different scales)
+        residual = max(residual, _coordinate_ratio(obj, x, D, resid_vec, force, tol, box))
+    n_active = len(rows) + hx.shape[0]
+    base = {"residual": residual, "scale": ref, "max_violation": viol, "n_active": n_active, "cap_hit": cap_hit}
+    capped = f"; {n_active} nearly active used, the cap active_cap={cap} bound" if cap_hit else ""
+    if viol is not None and viol > feas_tol:
+        return {**base, "passed": False, "descent": None,
+                "message": f"not certified: infeasible (max violation {viol:.3g} > {feas_tol:.3g}){capped}"}  # fmt: skip
+    if not residual <= tol:
+        return {**base, "passed": False, "descent": None,
+                "message": f"not certified: KKT residual {residual:.3g} > tol {tol:.3g}{capped}"}  # fmt: skip
+    descent = None
+    if probes:
+        strong = lam > 1e-6 * max(float(lam.max(initial=0.0)), 1e-300)
+        descent = _probe(ev, x, s, obj, ref, J[strong], [ids[i] for i in np.flatnonzero(strong)],
+                         g_act[strong], cand, box, feas_tol, probes, Jh, hx)  # fmt: skip
+    if descent is not None and descent < -CURVATURE_TOL:
+        return {**base, "passed": False, "descent": descent,
+                "message": f"not certified: KKT residual {residual:.3g} <= tol {tol:.3g} but not a minimum "
+                           f"(negative curvature {descent:.3g} along the active set){capped}"}  # fmt: skip
+    return {**base, "passed": True, "descent": descent,
+            "message": f"certified: KKT residual {residual:.3g} <= tol {tol:.3g}{capped}"}  # fmt: skip
+
+
+def _probe(
+    ev: Evals, x: Array, s: float, obj: _Objective, ref: float, J: Array, ids: list[int], g_act: Array,
+    cand: IntArray, box: tuple[Array, Array] | None, feas_tol: float, probes: int, Jh: Array, hx: Array,
+) -> float | None:  # fmt: skip
+    """The most negative relative curvature of ``f`` along the tangent space of the active set
+    (symmetric probes pulled back onto the active constraints), ``None`` when no probe applies.
+    ``Jh``, ``hx``: gradients and values of the equality constraints (always in the active set)."""
+    d = x.shape[0]
+    neq = hx.shape[0]
+    J = np.vstack([J, Jh])  # the equality rows after the inequality ones (ids covers the latter only)
+    order = np.argsort(obj.curv, kind="stable")  # least curvature first
+    cands: list[Array] = [_unit(d, int(i)) for i in order[:probes]]
+    if d > 1:
+        ei, ej = _unit(d, int(order[0])), _unit(d, int(order[1]))
+        cands += [(ei + ej) / math.sqrt(2.0), (ei - ej) / math.sqrt(2.0)]
+    dirs: list[Array] = []
+    for v in cands:
+        if J.shape[0]:
+            coef, *_ = np.linalg.lstsq(J.T, v, rcond=None)
+            v = v - J.T @ coef
+        nv = float(np.linalg.norm(v))
+        if nv < 0.1 or any(abs(float(u @ v)) / nv > 0.999 for u in dirs):
+            continue
+        dirs.append(v / nv)
+        if len(dirs) >= probes:
+            break
+    if not dirs:
+        return None
+    t = PROBE_STEP * s
+    V = np.asarray(dirs)
+    Z = np.vstack([x + t * V, x - t * V])  # (2p, d): probe k and its mirror k + p
+    cons = [k for k, j in enumerate(ids) if j >= 0]
+    if cons or neq:  # one Gauss-Newton step back onto the active constraints (bounds stay exact: v_i = 0 there)
+        parts, rows_back = [], list(cons) + list(range(len(ids), len(ids) + neq))
+        if cons:
+            idx = np.asarray([ids[k] for k in cons], dtype=np.intp)
+            parts.append(ev.constraints(Z, idx) - g_act[cons][None, :])  # (2p, a)
+        if neq:
+            parts.append(ev.equalities(Z) - hx[None, :])
+        delta = np.hstack(parts)
+        step, *_ = np.linalg.lstsq(J[rows_back], delta.T, rcond=None)  # (d, 2p)
+        Z = Z - step.T
+    if box is not None:
+        Z = np.clip(Z, box[0], box[1])
+    fz = ev.objective(Z).mean(axis=1)
+    ok = np.ones(Z.shape[0], dtype=bool)
+    if cand.shape[0]:
+        Cz = ev.constraints(Z, cand)
+        ok = Cz.max(axis=1) <= feas_tol
+    if neq:
+        ok &= np.abs(ev.equalities(Z)).max(axis=1) <= feas_tol
+    p = len(dirs)
+    noise = max(obj.noise, 64.0 * _EPS * float(np.abs(fz).max()))
+    worst: float | None = None
+    for k in range(p):
+        if not (ok[k] and ok[k + p]):
+            continue  # a probe left the feasible set: inconclusive along this direction
+        D2 = float(fz[k] + fz[k + p] - 2.0 * obj.f)
+        rel = D2 / (t * t * max(ref, 1e-300) / s)
+        if D2 >= -4.0 * noise:
+            rel = max(rel, 0.0)  # within the noise of f: no evidence of descent
+        worst = rel if worst is None else min(worst, rel)
+    return worst
+
+
+def _equalities_at(ev: Evals, x: Array, D: _Differences) -> tuple[Array, Array]:
+    """The equality constraints' gradients ``(m_eq, d)`` by central differences at the points of ``D`` (one
+    batched call per chunk of coordinates) and their values ``(m_eq,)`` at ``x``; empty without equalities."""
+    oracle = ev.oracle
+    d, neq = x.shape[0], oracle.m_eq
+    if not neq:
+        return np.zeros((0, d)), np.zeros(0)
+    hx = np.asarray(ev.equalities(x[None, :])[0], dtype=np.float64)
+    Jh = np.empty((neq, d))
+    for lo, hi in D.chunks(neq):
+        H = ev.equalities(D.points(lo, hi))  # (2k, m_eq)
+        k = hi - lo
+        Jh[:, lo:hi] = _derivatives(hx, H[:k], H[k:], D.a[lo:hi], D.b[lo:hi])[0].T
+    return Jh, hx
+
+
