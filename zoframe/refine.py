@@ -1,0 +1,521 @@
+"""Deterministic refinement from function values: a quasi-Newton method on difference gradients.
+
+The stochastic phase of a solver gets close cheaply; this engine gets the digits. It minimises a
+smooth function ``f`` that it sees only through batched values (:class:`Smooth`), over a box, another
+closed convex set with a projection, or all of ``R^d`` (:class:`Region`), and stops on tests stated
+in the problem's own units. The refinement phases of the finite-sum and minimax families run it (on
+``f``, and on ``Phi(x) = max_y F(x, y)`` with the inner maximum solved by the same engine), and the
+certificate uses it for the inner maximum of a minimax problem.
+
+One iteration (:func:`qn_step`, the lines ``# Q.k``)::
+
+    Q1  the difference gradient at x: forward differences (d points) while the gradient is large next to
+        their error, central differences (2 d points, which also give the diagonal curvature) after that;
+        the points inside the box, one batched call (Smooth.differences)
+    Q2  the direction: box or no set: the quasi-Newton step -B_FF^{-1} g_F on the free variables (those
+        not held at a bound by the gradient); another convex set: the spectral projected gradient
+        (Birgin, Martinez & Raydan 2000) P(x - lam g) - x with the Barzilai-Borwein length lam
+    Q3  a backtracking line search along the projected path P(x + a p) (a = 1, 1/4, ...): Armijo's test
+        relaxed by twice the noise of f (Berahas, Byrd & Nocedal 2019), at most 12 trial points
+    Q4  a damped BFGS update of B (Powell 1978) in scaled variables z = x / s
+    Q5  the tests (:func:`_tested`): CONVERGED when the projected gradient |x - P(x - g)|_inf <= gtol
+        (the user's tolerance in the problem's units) or when each of its entries is <= rtol s_i |H_ii|
+        (the gradient that a Newton step of relative length rtol along that coordinate removes; a floor
+        of 1e-6 max_j s_j |H_jj| for flat coordinates); NOISE_LIMITED when the line search
+        finds no decrease and the projected gradient is within a few times its own error (the noise of f
+        divided by the difference step); STALLED when it finds none with a resolvable gradient after
+        two resets of B.
+
+Difference steps are sized to the noise of ``f`` (absolute ``noise``: given, or the rounding level
+``eps |f|`` of the values by default) and to the curvature the central differences measure (Gill,
+Murray, Saunders & Wright 1983): forward ``h_i = 2 sqrt(noise / |H_ii|)``, central
+``h_i = (3 noise s_i / |H_ii|)^(1/3)``, each clipped to ``[1e-3 eps^(1/2), 0.1] s_i`` (``s_i`` the variable's
+scale: its size at the start, or the box's width where narrower; never a floor of 1, so that a variable
+of size 1e-3 gets steps of its own size).
+
+Cost of an iteration: ``d`` (forward) or ``2 d`` (central) points for the gradient plus one per trial
+point (usually one), each point costing what :attr:`Smooth.point_cost` says in evaluations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import dataclasses
+from dataclasses import dataclass
+import math
+from typing import Any, Protocol
+
+import numpy as np
+
+from zoframe.errors import InvalidParameterError, NonFiniteValueError
+from zoframe.protocols import Array
+
+__all__ = [
+    "BUDGET",
+    "CONVERGED",
+    "NOISE_LIMITED",
+    "RUNNING",
+    "STALLED",
+    "FullSum",
+    "QNState",
+    "RefineSettings",
+    "Region",
+    "Smooth",
+    "describe",
+    "minimize_smooth",
+    "qn_start",
+    "qn_step",
+    "variable_scales",
+]
+
+_EPS = float(np.finfo(np.float64).eps)
+#: the engine's status codes (kept as an int in the state)
+RUNNING, CONVERGED, NOISE_LIMITED, STALLED, BUDGET = 0, 1, 2, 3, 4
+_WORDS = {RUNNING: "running", CONVERGED: "converged", NOISE_LIMITED: "noise-limited", STALLED: "stalled", BUDGET: "budget"}
+#: trial points per line search
+_TRIALS = 12
+#: failed line searches (each followed by a reset of B) before the engine gives up
+_RESETS = 2
+
+
+class Smooth(Protocol):
+    """The function a refinement minimises, seen through counted, batched values.
+
+    ``values(X, aux)``: ``f`` at the rows of ``X`` ``(k, d)`` and the auxiliary array that goes with the
+    LAST row (the inner maximiser ``y*`` of ``Phi``; an empty array when there is none). ``differences(P,
+    aux)``: the values whose differences around the current point give the gradient (``f`` itself; for
+    ``Phi``, ``F(., y*)`` at the fixed inner maximiser, by Danskin's theorem). ``point_cost``: evaluations
+    of one point (``n`` for a finite sum).
+    """
+
+    point_cost: int
+
+    def values(self, X: Array, aux: Array) -> tuple[Array, Array]: ...
+
+    def differences(self, P: Array, aux: Array) -> Array: ...
+
+
+@dataclass(frozen=True)
+class Region:
+    """Where the variables live: a box (``lower`` / ``upper``, entries may be infinite), another closed
+    convex set with a Euclidean ``project``, or all of ``R^d`` (everything ``None``)."""
+
+    lower: Array | None = None
+    upper: Array | None = None
+    project: Callable[[Array], Array] | None = None
+
+    @classmethod
+    def of(cls, fs: Any, d: int) -> Region:
+        """The region of a :class:`~zoframe.protocols.ConvexSet` (``None``: all of ``R^d``)."""
+        if fs is None:
+            return cls()
+        lo, hi = getattr(fs, "lower", None), getattr(fs, "upper", None)
+        if lo is not None and hi is not None:
+            return cls(
+                np.broadcast_to(np.asarray(lo, dtype=np.float64), (d,)).copy(),
+                np.broadcast_to(np.asarray(hi, dtype=np.float64), (d,)).copy(),
+            )
+        return cls(project=fs.project)
+
+    @property
+    def box(self) -> bool:
+        return self.lower is not None and self.upper is not None
+
+    def clip(self, X: Array) -> Array:
+        """The rows of ``X`` in the region (the box's clip, the set's projection)."""
+        if self.box:
+            return np.clip(X, self.lower, self.upper)
+        if self.project is not None:
+            return np.asarray(self.project(X), dtype=np.float64)
+        return X
+
+
+@dataclass(frozen=True)
+class RefineSettings:
+    """The tests of the refinement, in the problem's own units where they have units.
+
+    ``gtol``: converged when the projected gradient ``|x - P(x - g)|_inf <= gtol`` (``None``: only the
+    relative test). ``rtol``: converged when each entry ``i`` is ``<= rtol * s_i |H_ii|`` (the gradient that
+    a Newton step of relative length ``rtol`` along that coordinate removes). ``xtol``: a line search whose trial steps all fall
+    below ``xtol s_i`` has found no decrease. ``noise``: the absolute noise of ``f`` (``None``: the
+    rounding of its values, ``eps |f|``). ``max_step``: the largest step relative to the variables' scales.
+    """
+
+    gtol: float | None = None
+    rtol: float = 1e-8
+    xtol: float = 1e-13
+    noise: float | None = None
+    max_step: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("rtol", "xtol", "max_step"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InvalidParameterError(f"{name} must be a finite number > 0, got {v!r}")
+        for name in ("gtol", "noise"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise InvalidParameterError(f"{name} must be None or a finite number >= 0, got {v!r}")
+
+
+@dataclass(frozen=True)
+class QNState:
+    """The engine between iterations.
+
+    ``x``, ``value``: the point and ``f(x)``; ``g``: the difference gradient there; ``B``: the
+    quasi-Newton matrix in scaled variables ``z = x / scale`` (``(0, 0)`` for a general convex set);
+    ``curv``: the diagonal curvature ``H_ii`` from the last central differences (``nan`` before);
+    ``h``: the difference steps; ``central``: which differences gave ``g``; ``noise``: the absolute
+    noise of ``f``; ``aux``: what goes with ``x`` (the inner maximiser of ``Phi``); ``lam``: the spectral
+    step (general sets); ``pg``: the projected gradient's inf-norm; ``ref``: the relative test's
+    reference; ``gerr``: the error of ``pg`` from the noise and the step; ``it``: iterations; ``points``:
+    points evaluated; ``resets``: resets of ``B`` since the last accepted step; ``status``, ``message``.
+    """
+
+    x: Array
+    value: float
+    g: Array
+    B: Array
+    curv: Array
+    h: Array
+    scale: Array
+    central: bool
+    noise: float
+    aux: Array
+    lam: float
+    pg: float
+    ref: float
+    gerr: float
+    it: int
+    points: int
+    resets: int
+    status: int
+    message: str
+
+    @property
+    def done(self) -> bool:
+        return self.status != RUNNING
+
+
+# ---------------------------------------------------------------------------------------------- scales, steps
+def variable_scales(x: Array, region: Region) -> Array:
+    """Each variable's scale: ``|x_i|``, the box's width where that is finite and narrower, and for a variable at
+    0 the typical size of the others (their median, 1 when all are 0). No floor of 1: a variable of size
+    1e-3 gets steps of its own size."""
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    nz = a[a > 0]
+    typical = float(np.median(nz)) if nz.shape[0] else 1.0
+    s = np.where(a > 0, a, typical)
+    if region.box:
+        width = np.asarray(region.upper) - np.asarray(region.lower)
+        s = np.where(np.isfinite(width) & (width > 0), np.minimum(s, width), s)
+    return np.maximum(s, 1e-300)
+
+
+def _steps(central: bool, noise: float, curv: Array, scale: Array) -> Array:
+    """Difference steps sized to the noise and the curvature (module docstring)."""
+    c = np.abs(curv)
+    known = np.isfinite(c) & (c > 0)
+    safe = np.where(known, c, 1.0)
+    if central:
+        h = np.where(known, np.cbrt(3.0 * noise * scale / safe), np.cbrt(max(noise, _EPS)) * scale)
+    else:
+        h = np.where(known, 2.0 * np.sqrt(noise / safe), math.sqrt(max(noise, _EPS)) * scale)
+    lo, hi = 1e-3 * math.sqrt(_EPS) * scale, 0.1 * scale
+    return np.asarray(np.clip(h, lo, hi), dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------- gradient
+def _gradient(
+    fn: Smooth, x: Array, fx: float, aux: Array, h: Array, central: bool, region: Region
+) -> tuple[Array, Array, int]:
+    """``(g, curvature or nan, points)``: forward or central differences, one batched call, points inside the
+    box (one-sided where a bound is closer than the step). Q1."""
+    d = x.shape[0]
+    up = np.full(d, np.inf) if not region.box else np.asarray(region.upper) - x
+    down = np.full(d, np.inf) if not region.box else x - np.asarray(region.lower)
+    if not central:
+        fwd = up >= h  # backward where the upper bound is closer than the step
+        step = np.where(fwd, h, -np.minimum(h, down))
+        step = np.where(step == 0.0, h, step)
+        P = np.repeat(x[None, :], d, axis=0)
+        P[np.arange(d), np.arange(d)] += step
+        P = region.clip(P) if region.box else P
+        vals = fn.differences(P, aux)
+        g = (vals - fx) / step
+        return np.asarray(g, dtype=np.float64), np.full(d, np.nan), d
+    a = np.minimum(h, up)  # forward and backward lengths inside the box
+    b = np.minimum(h, down)
+    a = np.where(a > 0, a, 0.0)
+    b = np.where(b > 0, b, 0.0)
+    P = np.repeat(x[None, :], 2 * d, axis=0)
+    idx = np.arange(d)
+    P[idx, idx] += a
+    P[d + idx, idx] -= b
+    vals = fn.differences(P, aux)
+    vp, vm = vals[:d], vals[d:]
+    span = a + b
+    g = np.where(span > 0, (vp - vm) / np.where(span > 0, span, 1.0), 0.0)
+    both = (a > 0) & (b > 0)
+    curv = np.where(both, 2.0 * (b * vp + a * vm - span * fx) / np.where(both, a * b * span, 1.0), np.nan)
+    return np.asarray(g, dtype=np.float64), np.asarray(curv, dtype=np.float64), 2 * d
+
+
+def _projected(x: Array, g: Array, region: Region, t: float = 1.0) -> Array:
+    """``(x - P(x - t g)) / t``: the projected gradient (``g`` itself without a set)."""
+    if region.box or region.project is not None:
+        out: Array = (x - region.clip((x - t * g)[None, :])[0]) / t
+        return out
+    return g
+
+
+def _error(central: bool, noise: float, h: Array, curv: Array, scale: Array) -> Array:
+    """The error of each difference-gradient entry: rounding / noise over the step plus truncation."""
+    c = np.where(np.isfinite(curv), np.abs(curv), 0.0)
+    if central:  # values off by up to about 2 noise each: |e+ - e-| / (2 h) <= 2 noise / h, plus h^2 |f'''| / 6
+        return np.asarray(2.0 * noise / h + h * h * c / np.maximum(scale, 1e-300) / 6.0, dtype=np.float64)
+    return np.asarray(4.0 * noise / h + 0.5 * h * c, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------- the engine
+def qn_start(
+    fn: Smooth, x0: Array, region: Region, settings: RefineSettings, aux: Array | None = None,
+    value: float | None = None, scale: Array | None = None,
+) -> QNState:  # fmt: skip
+    """The first state at ``x0`` (moved into the region): ``f``, central differences (curvature for ``B`` and
+    the steps), the tests. ``aux``: the auxiliary array of ``x0`` if known (warm start of an inner solve)."""
+    x = region.clip(np.asarray(x0, dtype=np.float64)[None, :])[0].copy()
+    aux0 = np.zeros(0) if aux is None else np.asarray(aux, dtype=np.float64)
+    points = 0
+    if value is None:
+        fv, aux0 = fn.values(x[None, :], aux0)
+        value = float(fv[0])
+        points += 1
+    if not math.isfinite(value):
+        raise NonFiniteValueError(f"the refinement starts at a point where f = {value}")
+    s = variable_scales(x, region) if scale is None else np.asarray(scale, dtype=np.float64)
+    noise = float(settings.noise) if settings.noise is not None else _EPS * max(abs(value), 1e-300)
+    noise = max(noise, _EPS * abs(value))
+    h = _steps(True, noise, np.full(x.shape[0], np.nan), s)
+    g, curv, k = _gradient(fn, x, value, aux0, h, True, region)
+    points += k
+    d = x.shape[0]
+    if region.project is not None and not region.box:
+        B = np.zeros((0, 0))
+    else:
+        diag = np.where(np.isfinite(curv) & (curv > 0), curv, np.nan) * s * s
+        fill = float(np.nanmedian(diag)) if np.isfinite(diag).any() else max(float(np.linalg.norm(g * s)), 1e-300)
+        B = np.diag(np.where(np.isfinite(diag), diag, fill))
+    st = QNState(
+        x=x, value=value, g=g, B=B, curv=curv, h=h, scale=s, central=True, noise=noise, aux=aux0, lam=math.nan,
+        pg=math.inf, ref=math.nan, gerr=math.nan, it=0, points=points, resets=0, status=RUNNING, message="",
+    )  # fmt: skip
+    del d
+    return _tested(st, region, settings)
+
+
+def _tested(st: QNState, region: Region, settings: RefineSettings) -> QNState:
+    """The tests of Q5 at the state's point: the projected gradient, its reference and its error; CONVERGED
+    when a test passes."""
+    pg_vec = np.abs(_projected(st.x, st.g, region))
+    pg = float(pg_vec.max(initial=0.0))
+    c = np.where(np.isfinite(st.curv), np.abs(st.curv), np.nan)
+    if np.isfinite(c).any():
+        per = st.scale * np.where(np.isfinite(c), c, np.nanmax(c))
+    elif st.B.shape[0]:
+        per = np.abs(np.diag(st.B)) / st.scale
+    else:
+        per = np.full(st.x.shape[0], float(np.abs(st.g).max(initial=0.0)))
+    ref = float(per.max(initial=0.0))
+    # each coordinate against its own curvature times scale (a floor of 1e-6 of the largest: a flat coordinate is
+    # tested against the others' scale, not against nothing)
+    per = np.maximum(per, 1e-6 * ref)
+    ratio = float(np.max(np.where(pg_vec > 0, pg_vec / np.where(per > 0, per, 1.0), 0.0), initial=0.0)) if ref > 0 else math.inf
+    err = float(np.max(_error(st.central, st.noise, st.h, st.curv, st.scale), initial=0.0))
+    st = dataclasses.replace(st, pg=pg, ref=ref, gerr=err)
+    if settings.gtol is not None and pg <= settings.gtol:
+        return dataclasses.replace(st, status=CONVERGED, message=f"projected gradient {pg:.3g} <= gtol = {settings.gtol:g}")
+    if ratio <= settings.rtol:
+        return dataclasses.replace(
+            st, status=CONVERGED,
+            message=f"projected gradient {pg:.3g}: each entry <= rtol = {settings.rtol:g} times its coordinate's "
+                    f"curvature times scale (largest {ref:.3g})",
+        )  # fmt: skip
+    return st
+
+
+def qn_step(fn: Smooth, st: QNState, region: Region, settings: RefineSettings) -> QNState:
+    """One iteration Q1-Q5 from a state whose gradient is known (module docstring)."""
+    if st.done:
+        return st
+    x, g, s = st.x, st.g, st.scale
+    general = region.project is not None and not region.box
+    # Q2: the direction
+    if general:
+        lam = st.lam if math.isfinite(st.lam) and st.lam > 0 else 1.0 / max(st.ref, 1e-300) if st.ref > 0 else 1.0
+        p = region.clip((x - lam * g)[None, :])[0] - x
+        slope = float(g @ p)
+    else:
+        free = np.ones(x.shape[0], dtype=bool)
+        if region.box:
+            lo, hi = np.asarray(region.lower), np.asarray(region.upper)
+            free = ~(((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0)))
+        p = np.zeros_like(x)
+        if free.any():
+            Bf = st.B[np.ix_(free, free)]
+            gz = (g * s)[free]
+            try:
+                L = np.linalg.cholesky(Bf)
+                pz = -np.linalg.solve(L.T, np.linalg.solve(L, gz))
+            except np.linalg.LinAlgError:
+                pz = -gz / np.maximum(np.diag(Bf), 1e-300)
+            p[free] = pz * s[free]
+        # the step bound, relative to the variables' scales
+        big = float(np.max(np.abs(p) / s, initial=0.0))
+        if big > settings.max_step:
+            p *= settings.max_step / big
+        slope = float(g @ p)
+        lam = st.lam
+    if not (slope < 0.0 and math.isfinite(slope)):
+        return _no_decrease(fn, st, region, settings, "the direction is not a descent direction", math.inf)
+    pred = -0.5 * slope  # the model's decrease along the full step (quasi-Newton: 1/2 g^T B^-1 g)
+    # Q3: the line search along the projected path
+    a = 1.0
+    points = st.points
+    tol_noise = 2.0 * st.noise
+    for _ in range(_TRIALS):
+        trial = region.clip((x + a * p)[None, :])[0]
+        step = trial - x
+        if float(np.max(np.abs(step) / s, initial=0.0)) <= settings.xtol:
+            break
+        try:
+            fv, aux = fn.values(trial[None, :], st.aux)
+            f_new = float(fv[0])
+        except NonFiniteValueError:
+            f_new, aux = math.nan, st.aux
+        points += 1
+        if math.isfinite(f_new) and f_new <= st.value + 1e-4 * float(g @ step) + tol_noise and (
+            f_new < st.value or float(g @ step) < -tol_noise
+        ):  # Armijo, relaxed by the noise of f
+            return _accept(fn, dataclasses.replace(st, points=points), trial, f_new, aux, lam, region, settings)
+        a *= 0.25
+    return _no_decrease(fn, dataclasses.replace(st, points=points), region, settings, "no decrease along the step", pred)
+
+
+def _accept(
+    fn: Smooth, st: QNState, x_new: Array, f_new: float, aux: Array, lam: float, region: Region, settings: RefineSettings
+) -> QNState:
+    """Q1 at the accepted point, Q4 (the BFGS update or the spectral length), Q5."""
+    s_vec = x_new - st.x
+    central = st.central
+    if not central:  # forward differences until the gradient is small next to their error (then central)
+        err = float(np.max(_error(False, st.noise, st.h, st.curv, st.scale), initial=0.0))
+        central = st.pg <= 100.0 * err
+    h = _steps(central, st.noise, st.curv, st.scale)
+    g_new, curv, k = _gradient(fn, x_new, f_new, aux, h, central, region)
+    curv = np.where(np.isfinite(curv), curv, st.curv)
+    y_vec = g_new - st.g
+    B, lam_new = st.B, lam
+    if B.shape[0]:
+        B = _bfgs(B, s_vec / st.scale, y_vec * st.scale)
+    else:
+        sy = float(s_vec @ y_vec)
+        lam_new = float(s_vec @ s_vec) / sy if sy > 0 else lam * 4.0
+        lam_new = min(max(lam_new, 1e-30), 1e30)
+    new = dataclasses.replace(
+        st, x=x_new, value=f_new, g=g_new, B=B, curv=curv, h=h, central=central, aux=aux, lam=lam_new,
+        it=st.it + 1, points=st.points + k, resets=0,
+    )  # fmt: skip
+    return _tested(new, region, settings)
+
+
+def _bfgs(B: Array, s: Array, y: Array) -> Array:
+    """Powell's damped BFGS update of ``B`` (Q4): ``y`` is blended with ``B s`` when ``s^T y < 0.2 s^T B s``."""
+    Bs = B @ s
+    sBs = float(s @ Bs)
+    sy = float(s @ y)
+    if not (sBs > 0 and math.isfinite(sBs)):
+        return B
+    if sy < 0.2 * sBs:
+        theta = 0.8 * sBs / (sBs - sy)
+        y = theta * y + (1.0 - theta) * Bs
+        sy = float(s @ y)
+    if not sy > 0:
+        return B
+    out: Array = B - np.outer(Bs, Bs) / sBs + np.outer(y, y) / sy
+    return 0.5 * (out + out.T)
+
+
+def _no_decrease(fn: Smooth, st: QNState, region: Region, settings: RefineSettings, why: str, pred: float) -> QNState:
+    """A line search found no decrease (``pred``: the decrease the model predicted for the full step). When the
+    gradient is within a few times its error, or the predicted decrease within a few times the noise of f, the
+    values cannot show a better point: the engine is NOISE_LIMITED (or converged at the rounding of exact
+    values). Otherwise central differences and a reset of B, and after two resets STALLED."""
+    resolvable = st.pg > 4.0 * st.gerr and pred > 4.0 * st.noise
+    if not resolvable:
+        rounding = st.noise <= 16.0 * _EPS * max(abs(st.value), 1e-300)
+        floor = (
+            f"projected gradient {st.pg:.3g} (its error {st.gerr:.3g}), predicted decrease {pred:.3g}, noise of f "
+            f"{st.noise:.3g}"
+        )  # fmt: skip
+        if rounding:
+            return dataclasses.replace(st, status=CONVERGED, message=f"{why}: {floor}, at the rounding of the values")
+        return dataclasses.replace(st, status=NOISE_LIMITED, message=f"{why}: {floor}")
+    if st.resets >= _RESETS:
+        return dataclasses.replace(
+            st, status=STALLED,
+            message=f"{why} after {st.resets} resets of the model, with a projected gradient {st.pg:.3g} above its "
+                    f"error {st.gerr:.3g}",
+        )  # fmt: skip
+    # central differences and a fresh model from the measured curvature
+    h = _steps(True, st.noise, st.curv, st.scale)
+    g, curv, k = _gradient(fn, st.x, st.value, st.aux, h, True, region)
+    curv = np.where(np.isfinite(curv), curv, st.curv)
+    B = st.B
+    if B.shape[0]:
+        diag = np.where(np.isfinite(curv) & (curv > 0), curv, np.nan) * st.scale**2
+        fill = float(np.nanmedian(diag)) if np.isfinite(diag).any() else 1.0
+        B = np.diag(np.where(np.isfinite(diag), diag, fill))
+    new = dataclasses.replace(
+        st, g=g, curv=curv, h=h, central=True, B=B, lam=math.nan, points=st.points + k, resets=st.resets + 1
+    )
+    return _tested(new, region, settings)
+
+
+def minimize_smooth(
+    fn: Smooth, x0: Array, region: Region, settings: RefineSettings, *, max_points: int,
+    aux: Array | None = None,
+) -> QNState:  # fmt: skip
+    """Run the engine from ``x0`` until it stops or has evaluated ``max_points`` points (then ``BUDGET``)."""
+    st = qn_start(fn, x0, region, settings, aux)
+    while not st.done:
+        if st.points + 2 * st.x.shape[0] + _TRIALS > max_points:
+            return dataclasses.replace(st, status=BUDGET, message=f"{max_points} points evaluated")
+        st = qn_step(fn, st, region, settings)
+    return st
+
+
+def describe(st: QNState) -> str:
+    """The engine's outcome in words."""
+    return f"{_WORDS.get(st.status, '?')} after {st.it} iterations, {st.points} points: {st.message}"
+
+
+@dataclass(frozen=True)
+class FullSum:
+    """:class:`Smooth` for the objective of a finite sum, all ``n`` components per point (``f`` = their mean),
+    counted under ``purpose``."""
+
+    oracle: Any
+    purpose: str = "refine"
+
+    @property
+    def point_cost(self) -> int:
+        return int(self.oracle.n)
+
+    def values(self, X: Array, aux: Array) -> tuple[Array, Array]:
+        out: Array = self.oracle.objective(X, None, purpose=self.purpose).mean(axis=1)
+        return out, aux
+
+    def differences(self, P: Array, aux: Array) -> Array:
+        out: Array = self.oracle.objective(P, None, purpose=self.purpose).mean(axis=1)
+        return out
