@@ -131,7 +131,7 @@ def test_first_party_wins_and_ties_or_no_claim_are_errors() -> None:
     alone.register(_claimant("mine", frozenset({"finite_sum"})), name="third")
     assert alone.default_solver("finite_sum") == "mine"  # a third-party claim alone is the default
     alone.register(_claimant("yours", frozenset({"finite_sum"})), name="fourth")
-    with pytest.raises(DuplicatePluginError, match="2 third-party solvers .*'fourth:yours'.*'third:mine'"):
+    with pytest.raises(DuplicatePluginError, match=r"2 third-party solvers .*'fourth:yours'.*'third:mine'"):
         alone.default_solver("finite_sum")
     with pytest.raises(ValueError, match="does not solve"):
         SolverSpec("x", "zoframe_basic.solvers:ZOSGD", "s", "r", frozenset({"finite_sum"}),
@@ -142,7 +142,7 @@ def test_first_party_wins_and_ties_or_no_claim_are_errors() -> None:
 @pytest.mark.parametrize("tol", [100, 1e300, float("inf"), 1.0])
 def test_a_tolerance_at_which_the_certificate_cannot_fail_is_refused(tol: float) -> None:
     prob = capped_sphere()
-    with pytest.raises(InvalidInputError, match="certify_tol.*in \\(0, 1\\)"):
+    with pytest.raises(InvalidInputError, match=r"certify_tol.*in \(0, 1\)"):
         zoframe.minimize(prob, "slsqp-fd", rng=0, max_calls=2000, certify_tol=tol)
     with pytest.raises(InvalidInputError, match="tol must be below 1"):
         certify(CountingOracle(prob), prob.x0, tol=tol)
