@@ -15,7 +15,12 @@ a subproblem over the feasible set:
   iterations, recursive corrections between), momentum-accelerated Frank-Wolfe step.
 
 Subproblems (projection, linear minimisation) are cvxpy problems built ONCE per run with cvxpy
-Parameters and re-solved every iteration. The solver order was measured on breast-cancer pairwise
+Parameters and re-solved every iteration; the linear minimisation over a polyhedron (linearised or
+white-box linear constraints, within a box and the l_inf ball) goes to HiGHS through
+``scipy.optimize.linprog`` instead, which prints nothing on stdout (cvxpy's HiGHS interface builds a
+``highspy.Highs`` object, which prints HiGHS's banner once per process before any option can be set)
+and skips cvxpy's parameter handling (0.35 s per solve against 0.75 s through cvxpy on a random LP
+with d = 31, m = 18,720, median of 5, scipy 1.17, highspy 1.16; it solves from scratch every time). The solver order was measured on breast-cancer pairwise
 (d = 31, m = 18,720 constraints, 2 cores): projection QP Clarabel 0.4 s, OSQP 1.1-2.2 s, SCS
 1.7-2.2 s (HiGHS does not take QPs); l_inf-ball LP HiGHS 0.25-0.4 s, Clarabel 0.7-0.85 s, SCS
 > 100 s; l2-ball SOCP Clarabel 1.0-1.5 s, SCS 2.5-2.9 s. The first installed solver of that order
