@@ -359,7 +359,8 @@ _NOT_ASKTELL = {
 class Run:
     """A run driven from outside: :meth:`ask` for a batch of points, :meth:`tell` their values.
 
-    Arguments as :func:`zoframe.minimize` (solver parameters as keywords), without the executor,
+    Arguments as :func:`zoframe.minimize` (solver parameters as keywords; ``solver=None``: the default
+    solver of the problem's kind, as in :func:`zoframe.minimize`), without the executor,
     the progress bar, periodic checkpoints and ``max_time`` (the run's time is mostly spent waiting
     for tells). ``resume``: a path written by :meth:`save`; the settings must match it.
     """
@@ -367,7 +368,7 @@ class Run:
     def __init__(
         self,
         problem: Any,
-        solver: Any = "zo-sgd",
+        solver: Any = None,
         *,
         rng: RngLike = None,
         max_iter: int | None = None,

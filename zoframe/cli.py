@@ -38,6 +38,9 @@ def _cmd_list(args: argparse.Namespace, reg: Registry) -> int:
             extra = ""
             if hasattr(spec, "problem_kinds"):
                 extra = f" [{', '.join(sorted(spec.problem_kinds))}]"
+                defaults = reg.defaults_of(spec)
+                if defaults:
+                    extra += f" (default for {', '.join(sorted(defaults))} problems)"
             elif hasattr(spec, "kind"):
                 extra = f" [{spec.kind}]"
             print(f"  {name:<16} {spec.summary}{extra}")
@@ -98,6 +101,9 @@ def _cmd_info(args: argparse.Namespace, reg: Registry) -> int:
     print(f"  {spec.summary}")
     if kind == "solver":
         print(f"  problem kinds: {', '.join(sorted(spec.problem_kinds))}")
+        defaults = reg.defaults_of(spec)
+        if defaults:
+            print(f"  default for: {', '.join(sorted(defaults))} problems (minimize / zoframe solve without a solver)")
         print(f"  zeroth order: {'yes' if spec.zeroth_order else 'no (first-order reference)'}")
     if kind == "problem":
         print(f"  problem kind: {spec.kind}")
@@ -150,8 +156,12 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
 
     pkw = problem_arguments(reg, args.problem, args.problem_arg)
     problem = build_problem(reg, args.problem, pkw)
-    params = dict(_kv(args.param))
+    params = dict(_certificate_kv(_pairs(args.param)))
     extra: dict[str, Any] = {}
+    if getattr(args, "certify_tol", None) is not None:
+        params["certify_tol"] = args.certify_tol
+    if getattr(args, "no_certificate", False):
+        params["certificate"] = False
     est_items = _pairs(getattr(args, "estimator_param", None))
     if est_items:
         if args.estimator is None:
@@ -206,8 +216,14 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
         except (ZoframeError, KeyError, ValueError) as exc:
             print(f"(no known solution to compare with: {exc})")
     if args.output:
+        from zoframe.userproblem import portable_reference
+
+        ref, where = portable_reference(args.problem, reg)  # found again from any working directory
+        meta: dict[str, Any] = {"problem": ref, "problem_args": pkw}
+        if where is not None:
+            meta["problem_dir"] = where
         try:
-            res.save(args.output, metadata={"problem": args.problem, "problem_args": pkw})
+            res.save(args.output, metadata=meta)
         except OSError as exc:
             raise InvalidInputError(
                 f"cannot write the result to {args.output}.json/.npz ({exc.strerror or exc}); the run's result is "
@@ -218,6 +234,23 @@ def _cmd_solve(args: argparse.Namespace, reg: Registry) -> int:
         print(verify_report(problem, res))
     # exit 0 for a certified run and for a budget stop at an acceptable point; 1 otherwise
     return 0 if res.success or (res.status.budget and res.feasible is not False) else 1
+
+
+def _certificate_kv(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, Any]]:
+    """``-p`` items as values; ``certificate`` read as a boolean and ``certify_tol`` as a number (a text
+    such as ``no`` would otherwise reach minimize as a string)."""
+    out: list[tuple[str, Any]] = []
+    for key, text in pairs:
+        if key in ("certificate", "certify_tol"):
+            try:
+                out.append((key, _convert(text, bool if key == "certificate" else float)))
+            except ValueError as exc:
+                raise InvalidInputError(
+                    f"-p {key}={text!r}: {exc} (or use --no-certificate / --certify-tol TOL)"
+                ) from None
+        else:
+            out.append((key, _parse_value(text)))
+    return out
 
 
 def _check_output(output: str) -> None:
@@ -409,7 +442,9 @@ def _convert(text: str, tp: Any) -> Any:
     return _parse_value(text)  # another type (an array, a set object, ...): JSON or text, checked by the target
 
 
-def problem_arguments(reg: Registry, name: str, items: Sequence[str] | None, option: str = "--problem-arg") -> dict[str, Any]:
+def problem_arguments(
+    reg: Registry, name: str, items: Sequence[str] | None, option: str = "--problem-arg", *, directory: str | None = None
+) -> dict[str, Any]:
     """``KEY=VALUE`` command-line items as typed keyword arguments of the problem ``name``.
 
     ``name`` is a registered problem or a ``module:attr`` / ``path/to/file.py:attr`` reference to a
@@ -418,10 +453,11 @@ def problem_arguments(reg: Registry, name: str, items: Sequence[str] | None, opt
     Converted by the problem factory's annotations (:func:`typed_arguments`); an unknown problem, an
     unknown argument or a value of the wrong type is an :class:`~zoframe.errors.InvalidInputError`
     listing what the problem accepts. Used by ``zoframe solve``, ``zoframe verify`` and ``zoframe rate``.
+    ``directory``: where a saved run found a module reference (:func:`zoframe.userproblem.portable_reference`).
     """
     from zoframe.userproblem import problem_source
 
-    source = problem_source(name, reg)
+    source = problem_source(name, reg, directory=directory)
     pairs = _pairs(items)
     if source.factory is None:
         if pairs:
@@ -433,12 +469,13 @@ def problem_arguments(reg: Registry, name: str, items: Sequence[str] | None, opt
     return typed_arguments(source.factory, pairs, f"problem {name!r}", option)
 
 
-def build_problem(reg: Registry, name: str, kwargs: Mapping[str, Any]) -> Any:
+def build_problem(reg: Registry, name: str, kwargs: Mapping[str, Any], *, directory: str | None = None) -> Any:
     """The problem named on the command line (a registered name or ``module:attr`` / ``file.py:attr``),
-    built with ``kwargs``; a plain ``TypeError`` / ``ValueError`` from its factory becomes a one-line error."""
+    built with ``kwargs``; a plain ``TypeError`` / ``ValueError`` from its factory becomes a one-line error.
+    ``directory``: as in :func:`problem_arguments`."""
     from zoframe.userproblem import problem_source
 
-    source = problem_source(name, reg)
+    source = problem_source(name, reg, directory=directory)
     if source.factory is None:
         return source.build(**kwargs)
     return _build_problem(name, source.build, kwargs, source.factory)
@@ -516,7 +553,11 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
         help="a registered problem (zoframe list), or a problem of your own as module:attr or path/to/file.py:attr "
         "(a factory, given --problem-arg, or a problem object)",
     )
-    p_solve.add_argument("--solver", default="zo-sgd")
+    p_solve.add_argument(
+        "--solver", default=None,
+        help="registered solver (zoframe list); default: the default solver of the problem's kind (zo-sgd for "
+        "finite sums, adszog for constrained, zo-gdmsa for minimax, zo-svrg-admm for composite problems)",
+    )
     p_solve.add_argument("--estimator", default=None, help="registered estimator replacing the solver's default")
     p_solve.add_argument(
         "--estimator-param", "-e", action="append", metavar="KEY=VALUE",
@@ -527,6 +568,14 @@ def build_parser(reg: Registry) -> argparse.ArgumentParser:
         help="problem parameter, converted by the problem factory's annotations (see `zoframe info PROBLEM`)",
     )
     p_solve.add_argument("--param", "-p", action="append", metavar="KEY=VALUE", help="solver parameter")
+    p_solve.add_argument(
+        "--certify-tol", type=float, default=None, metavar="TOL",
+        help="tolerance of the certificate behind success, in (0, 1) (default 1e-3; see docs/success.md)",
+    )
+    p_solve.add_argument(
+        "--no-certificate", action="store_true",
+        help="switch the certificate off (a converged run is then never a success)",
+    )
     p_solve.add_argument("--seed", type=int, default=0)
     p_solve.add_argument("--max-iter", type=int, default=None)
     p_solve.add_argument("--max-calls", type=int, default=None)

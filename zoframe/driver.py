@@ -47,11 +47,15 @@ RngLike = None | int | np.random.SeedSequence | np.random.Generator
 
 
 class RunFailedError(ZoframeError):
-    """A run stopped on an error; ``.result`` keeps everything computed until then."""
+    """A run stopped on an error; ``.result`` keeps everything computed until then.
 
-    def __init__(self, message: str, result: Result) -> None:
+    ``interrupted``: the run was stopped by ``KeyboardInterrupt`` (Ctrl-C), not by an error of its own.
+    """
+
+    def __init__(self, message: str, result: Result, *, interrupted: bool = False) -> None:
         super().__init__(message)
         self.result = result
+        self.interrupted = interrupted
 
 
 def make_rng(rng: RngLike) -> tuple[np.random.Generator, int | None]:
@@ -194,7 +198,9 @@ class BuiltRun:
         result = loop.result(self.best, self.trace.columns)
         if loop.failure is not None:
             if isinstance(loop.failure, KeyboardInterrupt):
-                raise RunFailedError("the run was interrupted; .result holds the last iterate", result) from None
+                raise RunFailedError(
+                    "the run was interrupted; .result holds the last iterate", result, interrupted=True
+                ) from None
             raise RunFailedError(
                 f"the run failed at iteration {loop.nit + 1}: {result.message}", result
             ) from loop.failure
@@ -221,9 +227,32 @@ def _check_feasibility_tol(tol: Any) -> None:
         )
 
 
+def _check_certificate_args(certificate: Any, certify_tol: Any) -> None:
+    """``certificate`` a real boolean, ``certify_tol`` a number in ``(0, 1)`` (else the certificate cannot fail)."""
+    if not isinstance(certificate, (bool, np.bool_)):
+        raise InvalidInputError(
+            f"certificate must be True or False, got {certificate!r} ({type(certificate).__name__}): any other value "
+            "would be read as true or false by its truthiness (the string 'no' is true); pass certificate=False to "
+            "switch the certificate off, True (the default) to keep it"
+        )
+    if isinstance(certify_tol, bool) or not isinstance(certify_tol, (int, float, np.integer, np.floating)) \
+            or not certify_tol > 0:
+        raise InvalidInputError(
+            f"certify_tol must be a positive number (the certificate's tolerance on the relative KKT residual), "
+            f"got {certify_tol!r}; to switch the certificate off pass certificate=False"
+        )
+    if not certify_tol < 1:
+        raise InvalidInputError(
+            f"certify_tol={certify_tol!r} would certify any point: the certificate's residual is relative to the size "
+            "of the gradient, so a point where no constraint balances the gradient (the starting point, say) has "
+            "residual at most 1 and passes every tolerance >= 1. Give a tolerance in (0, 1) (default "
+            f"{DEFAULT_TOL:g}; 1e-2 is lenient), or certificate=False to switch the certificate off"
+        )
+
+
 def build_run(
     problem: Any,
-    solver: Any = "zo-sgd",
+    solver: Any = None,
     *,
     estimator: Any = None,
     estimator_params: Mapping[str, Any] | None = None,
@@ -264,6 +293,10 @@ def build_run(
     reg = registry if registry is not None else default_registry()
     kind = problem_kind(problem)
     params = {**(options or {}), **solver_params}
+    notes: list[str] = []
+    if solver is None:  # the library's default for the problem's kind, said in Result.notes
+        solver = reg.default_solver(kind)
+        notes.append(f"solver: {solver}, the default for {kind} problems; pass solver= to choose another")
     solv, solver_name = _resolve_solver(solver, params, reg)
     kinds = frozenset(getattr(solv, "problem_kinds", frozenset()))
     if kind not in kinds:
@@ -285,11 +318,7 @@ def build_run(
         solv = dataclasses.replace(solv, estimator=est)  # type: ignore[type-var]
     _check_budgets(max_iter, max_calls, max_time)
     _check_feasibility_tol(feasibility_tol)
-    if isinstance(certify_tol, bool) or not isinstance(certify_tol, (int, float, np.floating)) or not certify_tol > 0:
-        raise InvalidInputError(
-            f"certify_tol must be a positive number (the certificate's tolerance on the relative KKT residual), "
-            f"got {certify_tol!r}; to switch the certificate off pass certificate=False"
-        )
+    _check_certificate_args(certificate, certify_tol)
     if record_every is not None and (not isinstance(record_every, int) or record_every < 0):
         raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
     if checkpoint_every is not None and checkpoint is None:
@@ -299,7 +328,6 @@ def build_run(
     oracle = CountingOracle(
         problem, max_calls=max_calls, nonfinite=nonfinite, executor=executor, chunks=chunks, block_rows=block_rows
     )
-    notes: list[str] = []
     adapt = getattr(solv, "adapt", None)
     if callable(adapt):
         # the solver resolves its problem-dependent defaults (e.g. batch sizes) before any evaluation
@@ -372,7 +400,7 @@ def build_run(
 
 def minimize(
     problem: Any,
-    solver: Any = "zo-sgd",
+    solver: Any = None,
     *,
     estimator: Any = None,
     estimator_params: Mapping[str, Any] | None = None,
@@ -406,7 +434,10 @@ def minimize(
     problem:
         a problem of any kind (see :mod:`zoframe.problems` to build one from numpy callables).
     solver:
-        a registered solver name (``zoframe list``) or a solver instance.
+        a registered solver name (``zoframe list``) or a solver instance. ``None`` (the default):
+        the library's default solver for the problem's kind (``zo-sgd`` for finite sums, ``adszog``
+        for constrained, ``zo-gdmsa`` for minimax, ``zo-svrg-admm`` for composite problems; see
+        :meth:`zoframe.registry.Registry.default_solver`), named in ``Result.notes``.
     estimator:
         a registered estimator name or instance replacing the solver's default estimator. Solver
         parameters that only configure the default estimator (e.g. ``q``, ``mu`` of ``zo-sgd``)
@@ -461,9 +492,11 @@ def minimize(
         (:func:`zoframe.certificate.certify`: a KKT / stationarity test from central differences
         at the point itself, with a second-order check; its evaluations are counted under
         ``nfev_by_purpose["certify"]``, outside ``max_calls``). ``certify_tol`` (default
-        ``1e-3``) is the tolerance on its relative residual: larger is more lenient.
-        ``certificate=False`` skips it; a claim is then never a success (message "not certified
-        (certificate off)"). See ``docs/success.md``.
+        ``1e-3``) is the tolerance on its relative residual: larger is more lenient; it must lie in
+        ``(0, 1)``, since the residual is relative to the gradient's size and a tolerance of 1 or
+        more would pass any point, the starting one included. ``certificate`` must be ``True`` or
+        ``False`` (a bool; a string is refused); ``False`` skips it, and a claim is then never a
+        success (message "not certified (certificate off)"). See ``docs/success.md``.
 
     options, **solver_params:
         hyper-parameters of the solver (``zoframe info NAME`` lists them).

@@ -30,6 +30,14 @@ the ambiguous bare name raises :class:`AmbiguousNameError` (a
 :class:`~zoframe.errors.DuplicatePluginError`) naming both providers and the qualified names.
 Unknown names raise :class:`~zoframe.errors.UnknownNameError` with "did you mean" suggestions and
 the known names.
+
+Default solvers. A solver spec may declare the problem kinds it is the default of
+(``SolverSpec.default_for``); :meth:`Registry.default_solver` resolves a kind to one solver, used
+when ``minimize``, ``zoframe.Run``, ``zoframe solve`` or the bench are given no solver. A
+first-party claim wins over a third-party one: a plugin is first-party when its hook module is one
+that an entry point of the ``zoframe`` distribution itself names (:func:`first_party_modules`, read
+from the installed metadata). No claim, or two claims of the same standing, is an error naming the
+solvers concerned.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 import difflib
+import functools
 from importlib import metadata
 import os
 import threading
@@ -49,6 +58,7 @@ import pluggy
 from zoframe.errors import DuplicatePluginError, PluginError, UnknownNameError
 from zoframe.hooks import ENTRY_POINT_GROUP, PROJECT_NAME, ZoframeHookSpecs
 from zoframe.specs import (
+    PROBLEM_KINDS,
     CommandSpec,
     EstimatorSpec,
     ProblemSpec,
@@ -59,10 +69,19 @@ from zoframe.specs import (
     spec_problems,
 )
 
-__all__ = ["AmbiguousNameError", "PluginLoadWarning", "Provided", "Registry", "default_registry"]
+__all__ = [
+    "AmbiguousNameError",
+    "PluginLoadWarning",
+    "Provided",
+    "Registry",
+    "default_registry",
+    "first_party_modules",
+]
 
 S = TypeVar("S")
 
+#: the distribution whose own plugins are first-party (their default solvers win over third-party ones)
+FIRST_PARTY_DISTRIBUTION = "zoframe"
 BLOCK_ENV = "ZOFRAME_BLOCK_PLUGINS"
 AUTOLOAD_ENV = "ZOFRAME_DISABLE_PLUGIN_AUTOLOAD"
 STRICT_ENV = "ZOFRAME_STRICT_PLUGINS"
@@ -112,6 +131,8 @@ class Provided(Generic[S]):
     spec: S
     provider: str
     plugin: str = ""
+    #: the plugin's hook module is one the ``zoframe`` distribution names (:func:`first_party_modules`)
+    first_party: bool = False
 
     @property
     def qualified_name(self) -> str:
@@ -126,6 +147,25 @@ class _Table:
     table: dict[str, Provided[Any]]  # bare names, and qualified names where a bare name is ambiguous
     qualified: dict[str, Provided[Any]]  # every component under plugin:name
     ambiguous: dict[str, list[Provided[Any]]]  # bare name -> its providers (two or more)
+
+
+@functools.lru_cache(maxsize=1)
+def first_party_modules() -> frozenset[str]:
+    """The hook modules named by the ``zoframe.plugins`` entry points of the ``zoframe`` distribution itself.
+
+    Read from the installed metadata (``pyproject.toml``'s entry points); empty when zoframe is not
+    installed (run from a source tree on ``PYTHONPATH``), where no plugin counts as first-party.
+    """
+    try:
+        dist = metadata.distribution(FIRST_PARTY_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return frozenset()
+    return frozenset(ep.value.partition(":")[0].strip() for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
+
+
+def _is_first_party(plugin: object) -> bool:
+    name = getattr(plugin, "__name__", None)
+    return isinstance(name, str) and name in first_party_modules()
 
 
 def _describe(value: object) -> str:
@@ -287,7 +327,9 @@ class Registry:
             for impl in impls:
                 provider = self._providers.get(id(impl.plugin), impl.plugin_name)
                 for spec in self._specs_of(hook_name, impl, provider):
-                    by_name.setdefault(spec.name, []).append(Provided(spec, provider, impl.plugin_name))
+                    by_name.setdefault(spec.name, []).append(
+                        Provided(spec, provider, impl.plugin_name, _is_first_party(impl.plugin))
+                    )
             table: dict[str, Provided[Any]] = {}
             qualified: dict[str, Provided[Any]] = {}
             ambiguous: dict[str, list[Provided[Any]]] = {}
@@ -310,6 +352,51 @@ class Registry:
     def solvers(self) -> dict[str, Provided[SolverSpec]]:
         """Every solver by name (``plugin:name`` for the names two plugins share)."""
         return self._collect("zoframe_solvers")
+
+    def default_solver(self, kind: str) -> str:
+        """The name of the default solver of problems of ``kind`` (for :meth:`solver` and ``minimize``).
+
+        The solvers whose spec lists ``kind`` in ``default_for`` claim it; a first-party claim wins
+        over third-party ones (see the module docstring). Returns the bare name, or ``plugin:name``
+        where two plugins register that name. Raises :class:`~zoframe.errors.PluginError` when no
+        solver claims the kind and :class:`~zoframe.errors.DuplicatePluginError` when two claims of
+        the same standing remain; both say which solvers there are to choose from.
+        """
+        if kind not in PROBLEM_KINDS:
+            raise UnknownNameError("problem kind", str(kind), list(PROBLEM_KINDS))
+        tab = self._table("zoframe_solvers")
+        claims = [tab.qualified[q] for q in sorted(tab.qualified) if kind in tab.qualified[q].spec.default_for]
+        if not claims:
+            able = sorted(n for n, p in tab.table.items() if kind in p.spec.problem_kinds)
+            raise PluginError(
+                f"no registered solver is the default of {kind!r} problems (none declares it in "
+                f"SolverSpec.default_for): pass solver=NAME, one of {', '.join(able) or '(none registered)'}"
+            )
+        first = [p for p in claims if p.first_party]
+        pick = first or claims
+        if len(pick) > 1:
+            listing = "; ".join(f"{p.qualified_name!r} from {p.provider}" for p in pick)
+            standing = "first-party" if first else "third-party"
+            raise DuplicatePluginError(
+                f"{len(pick)} {standing} solvers declare themselves the default of {kind!r} problems ({listing}): "
+                f"pass solver= with one of them, or block one plugin with {BLOCK_ENV}=<entry-point name>"
+            )
+        chosen = pick[0]
+        name = str(chosen.spec.name)
+        return name if tab.table.get(name) is chosen else chosen.qualified_name
+
+    def defaults_of(self, spec: SolverSpec) -> frozenset[str]:
+        """The problem kinds whose default solver (:meth:`default_solver`) is ``spec``'s solver."""
+        out = set()
+        for kind in spec.default_for:
+            try:
+                name = self.default_solver(kind)
+            except PluginError:
+                continue
+            found = self._lookup("zoframe_solvers", name)
+            if found is not None and found.spec is spec:
+                out.add(kind)
+        return frozenset(out)
 
     def estimators(self) -> dict[str, Provided[EstimatorSpec]]:
         return self._collect("zoframe_estimators")

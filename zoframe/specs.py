@@ -222,6 +222,9 @@ def spec_problems(spec: object) -> list[str]:
             out.append(f"zeroth_order must be True or False, got {spec.zeroth_order!r}")
         if not isinstance(spec.contract_params, Mapping) or not all(isinstance(k, str) for k in spec.contract_params):
             out.append("contract_params must be a mapping of parameter names to values")
+        dflt = spec.default_for
+        if not isinstance(dflt, (frozenset, set)) or not all(isinstance(k, str) and k in PROBLEM_KINDS for k in dflt):
+            out.append(f"default_for must be a frozenset of {PROBLEM_KINDS} (empty: the default of no kind), got {dflt!r}")
     if isinstance(spec, ProblemSpec):
         if spec.kind not in PROBLEM_KINDS:
             out.append(f"kind {spec.kind!r} is not one of {PROBLEM_KINDS}")
@@ -282,6 +285,9 @@ class SolverSpec:
     zeroth_order: bool = True
     #: hyper-parameters the contract kit (``zoframe.testing``) uses on its small smoke problems
     contract_params: Mapping[str, Any] = field(default_factory=dict)
+    #: the problem kinds this solver is the default of (``minimize(problem)`` without ``solver=``); a
+    #: subset of ``problem_kinds``. :meth:`zoframe.registry.Registry.default_solver` resolves a kind
+    default_for: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         unknown = set(self.problem_kinds) - set(PROBLEM_KINDS)
@@ -290,6 +296,13 @@ class SolverSpec:
                 f"solver {self.name!r} declares unknown problem kinds {sorted(unknown)}; "
                 f"valid kinds are {PROBLEM_KINDS}"
             )
+        if isinstance(self.default_for, (frozenset, set)):
+            extra = set(self.default_for) - set(self.problem_kinds)
+            if extra:
+                raise ValueError(
+                    f"solver {self.name!r} is declared the default for {sorted(extra)} problems, which it does not "
+                    f"solve (problem_kinds {sorted(self.problem_kinds)}); default_for must be a subset of problem_kinds"
+                )
 
 
 @dataclass(frozen=True)

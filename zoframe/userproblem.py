@@ -42,6 +42,7 @@ __all__ = [
     "is_problem",
     "load_reference",
     "looks_like_reference",
+    "portable_reference",
     "problem_source",
 ]
 
@@ -76,23 +77,65 @@ def _import_file(path: Path) -> Any:
     return module
 
 
-def _import_module(name: str) -> Any:
-    """``importlib.import_module``; a module in the working directory is found too (as ``python -m`` would)."""
+def _import_module(name: str, directory: str | None = None) -> Any:
+    """``importlib.import_module``; a module in the working directory is found too (as ``python -m`` would),
+    and one in ``directory`` (where a saved run found it)."""
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        cwd = os.getcwd()
         top = name.partition(".")[0]
-        if exc.name != top or cwd in sys.path or "" in sys.path:
+        if exc.name != top:
             raise
-        if not (Path(cwd, f"{top}.py").is_file() or Path(cwd, top, "__init__.py").is_file()):
-            raise
-        sys.path.append(cwd)
-        return importlib.import_module(name)
+        for where in (os.getcwd(), directory):
+            if where is None or where in sys.path or (where == os.getcwd() and "" in sys.path):
+                continue
+            if Path(where, f"{top}.py").is_file() or Path(where, top, "__init__.py").is_file():
+                sys.path.append(where)
+                return importlib.import_module(name)
+        raise
 
 
-def load_reference(text: str) -> Any:
+def _is_file_reference(head: str) -> bool:
+    return head.endswith(".py") or os.sep in head or "/" in head
+
+
+def portable_reference(text: str, registry: Any = None) -> tuple[str, str | None]:
+    """``(reference, directory)`` that find the problem ``text`` again from any working directory.
+
+    A registered name is kept; ``"path/to/file.py:attr"`` becomes the file's absolute path; a module
+    reference ``"pkg.mod:attr"`` is kept, with the directory it was imported from when that is the
+    working directory (else ``None``): a saved run records both (``zoframe solve -o``) and
+    ``zoframe verify`` passes the directory back to :func:`load_reference`.
+    """
+    from zoframe.registry import default_registry
+
+    reg = registry if registry is not None else default_registry()
+    try:
+        reg.problem(text)
+    except UnknownNameError:
+        pass
+    else:
+        return text, None
+    head, sep, attr = text.rpartition(":")
+    if not (sep and head and looks_like_reference(text)):
+        return text, None
+    if _is_file_reference(head):
+        return f"{os.path.abspath(os.path.expanduser(head))}:{attr}", None
+    top = sys.modules.get(head.partition(".")[0])
+    origin = getattr(top, "__file__", None)
+    if not origin:
+        return text, None
+    path = Path(origin).resolve()
+    root = path.parent.parent if path.name == "__init__.py" else path.parent
+    cwd = Path(os.getcwd()).resolve()
+    return text, (str(cwd) if root == cwd else None)
+
+
+def load_reference(text: str, *, directory: str | None = None) -> Any:
     """The object named by ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
+
+    ``directory``: where to look for the module of a module reference besides ``sys.path`` and the
+    working directory (a saved run's ``problem_dir``, see :func:`portable_reference`).
 
     Raises :class:`~zoframe.errors.InvalidInputError` saying what could not be imported and why
     (the module's own exception is kept as the cause).
@@ -103,7 +146,7 @@ def load_reference(text: str) -> Any:
             f"{text!r} is not a problem reference: expected 'package.module:attr' or 'path/to/file.py:attr' "
             "(attr: a factory or a problem object in that module)"
         )
-    is_file = head.endswith(".py") or os.sep in head or "/" in head
+    is_file = _is_file_reference(head)
     try:
         if is_file:
             path = Path(head).expanduser()
@@ -113,7 +156,7 @@ def load_reference(text: str) -> Any:
                 )
             obj: Any = _import_file(path)
         else:
-            obj = _import_module(head)
+            obj = _import_module(head, directory)
     except ZoframeError:
         raise
     except Exception as exc:
@@ -255,8 +298,10 @@ class ProblemSource:
         return problem
 
 
-def problem_source(problem: Any, registry: Any = None) -> ProblemSource:
+def problem_source(problem: Any, registry: Any = None, *, directory: str | None = None) -> ProblemSource:
     """A registered name, a ``"module:attr"`` / ``"file.py:attr"`` reference, a factory or a problem object.
+
+    ``directory``: passed to :func:`load_reference` (where a saved run found a module reference).
 
     Raises :class:`~zoframe.errors.UnknownNameError` for a string that is neither a registered
     name nor a reference, and :class:`~zoframe.errors.InvalidInputError` for a reference that cannot
@@ -273,7 +318,7 @@ def problem_source(problem: Any, registry: Any = None) -> ProblemSource:
                 raise
         else:
             return ProblemSource(problem, "registered", spec.factory, portable=problem)
-        target = load_reference(problem)
+        target = load_reference(problem, directory=directory)
         if is_problem(target):
             return ProblemSource(problem, "reference", None, obj=target, portable=problem)
         if callable(target):

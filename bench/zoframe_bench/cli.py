@@ -17,7 +17,8 @@ __all__ = ["add_bench_arguments", "run_bench_command"]
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("suite", help="a registered suite (smoke, papers, random-qp, bbob, ...), or problems of your own as "
                                   "module:attr or path/to/file.py:attr (a problem, a factory, or a list / dict of them)")
-    p.add_argument("--solvers", default="", help="comma-separated solver names, e.g. zo-sgd,cobyla,nelder-mead")
+    p.add_argument("--solvers", default="", help="comma-separated solver names, e.g. zo-sgd,cobyla,nelder-mead "
+                                                 "(default: the default solver of each problem kind of the suite)")
     p.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per (instance, solver) (1)")
     p.add_argument("--budget", type=int, default=1000, help="max_calls per run, in --budget-unit (1000)")
     p.add_argument("--budget-unit", choices=("raw", "full", "full-per-dim"), default="raw",
@@ -93,23 +94,34 @@ def run_bench_command(args: argparse.Namespace) -> int:
 
         print(describe(_instances(args.suite, suite_args, default_registry())))
         return 0
-    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    if not solvers:
-        raise InvalidInputError("give the solvers to compare: --solvers zo-sgd,cobyla,nelder-mead")
+    solvers: list[str] | None = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    chosen: dict[str, str] = {}
+    if not solvers:  # the default solver of each problem kind, said before the runs
+        from zoframe_bench.runner import default_solvers
+
+        chosen = default_solvers(args.suite, suite_args, default_registry())
+        print("no --solvers: running the default solver of each problem kind ("
+              + ", ".join(f"{k}: {v}" for k, v in chosen.items()) + "); pass --solvers to choose", file=sys.stderr)
+        solvers = None
+    named = solvers if solvers is not None else sorted(set(chosen.values()))
     params: dict[str, dict[str, Any]] = {}
     for key, val in _pairs(args.param, "--param").items():
         solver, dot, name = key.rpartition(".")
-        if not dot or solver not in solvers:
-            raise InvalidInputError(f"--param {key}=...: name a solver of --solvers, e.g. {solvers[0]}.eta=0.05")
+        if not dot or solver not in named:
+            raise InvalidInputError(f"--param {key}=...: name a solver of the bench ({', '.join(named)}), "
+                                    f"e.g. {named[0]}.eta=0.05")
         params.setdefault(solver, {})[name] = val
     if args.time_limit < 0 or args.time_limit != args.time_limit:
         raise InvalidInputError(f"--time-limit must be a number of seconds >= 0 (0: no limit), got {args.time_limit}")
     if args.repair:
         _repair(args)
-    out = run(args.suite, solvers, seeds=args.seeds, budget=args.budget, budget_unit=args.budget_unit,
-              suite_args=suite_args, params=params, store=args.store, out=args.out, workers=args.workers,
-              dask=args.dask, progress=not args.quiet, feasibility_tol=args.feasibility_tol,
-              verify=not args.no_verify, plots=not args.no_plots, time_limit=args.time_limit or None)
+    try:
+        out = run(args.suite, solvers, seeds=args.seeds, budget=args.budget, budget_unit=args.budget_unit,
+                  suite_args=suite_args, params=params, store=args.store, out=args.out, workers=args.workers,
+                  dask=args.dask, progress=not args.quiet, feasibility_tol=args.feasibility_tol,
+                  verify=not args.no_verify, plots=not args.no_plots, time_limit=args.time_limit or None)
+    except KeyboardInterrupt:  # run() said what is stored and how to resume
+        return 130
     print(f"{len(out.tasks)} runs ({out.ran} run now, {out.reused} already in {out.store})", file=sys.stderr)
     for line in failure_lines(out.summary):
         print(f"zoframe: {line}", file=sys.stderr)

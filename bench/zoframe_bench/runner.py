@@ -52,7 +52,7 @@ from zoframe.registry import Registry, default_registry
 from zoframe.specs import SuiteInstance
 from zoframe_bench.store import BenchStore, RunRow, Task
 
-__all__ = ["BUDGET_UNITS", "DEFAULT_TIME_LIMIT", "BenchOutcome", "execute", "make_tasks", "run"]
+__all__ = ["BUDGET_UNITS", "DEFAULT_TIME_LIMIT", "BenchOutcome", "default_solvers", "execute", "make_tasks", "run"]
 
 #: seconds one run may take before the bench stops it and stores a TIMEOUT row
 DEFAULT_TIME_LIMIT = 600.0
@@ -119,9 +119,21 @@ def _instance(task: Task, registry: Registry | None = None) -> SuiteInstance:
     raise InvalidInputError(f"suite {task.suite!r} with {dict(task.suite_args)} has no instance {task.instance!r}")
 
 
+def default_solvers(
+    suite: str, suite_args: Mapping[str, Any] | None = None, registry: Registry | None = None
+) -> dict[str, str]:
+    """The solver a bench without a solver list runs on each kind of the suite's problems: ``{kind: solver}``.
+
+    The library's default of each kind (:meth:`zoframe.registry.Registry.default_solver`).
+    """
+    reg = registry or default_registry()
+    kinds = sorted({str(inst.kind) for inst in _instances(suite, dict(suite_args or {}), reg)})
+    return {kind: reg.default_solver(kind) for kind in kinds}
+
+
 def make_tasks(
     suite: str,
-    solvers: Sequence[str],
+    solvers: Sequence[str] | None = None,
     *,
     seeds: int | Sequence[int] = 1,
     budget: int = 1000,
@@ -141,10 +153,16 @@ def make_tasks(
     ``budget * d * (n + m)`` raw evaluations in dimension ``d``, the "budget 100 d" of the
     benchmarking literature). ``seeds``: a count (seeds ``0..N-1``) or the seeds themselves.
     ``params``: hyper-parameters per solver name. ``history_every=0``: about 500 history rows per run.
+    ``solvers=None`` (or empty): each instance runs the default solver of its problem kind
+    (:func:`default_solvers`), and ``params`` are keyed by those names.
     """
     reg = registry or default_registry()
-    if not solvers:
-        raise InvalidInputError("give at least one solver (e.g. solvers=['zo-sgd', 'cobyla'])")
+    by_kind: dict[str, str] | None = None
+    if solvers is None or (not isinstance(solvers, str) and len(solvers) == 0):
+        by_kind = default_solvers(suite, suite_args, reg)
+        solvers = sorted(set(by_kind.values()))
+    elif isinstance(solvers, str):
+        raise InvalidInputError(f"solvers must be a list of solver names, got the string {solvers!r}: pass [{solvers!r}]")
     for name in solvers:
         reg.solver(name)  # unknown names fail here, with the list of known ones
     if budget_unit not in BUDGET_UNITS:
@@ -176,7 +194,7 @@ def make_tasks(
     for inst in _instances(suite, args, reg):
         raw = int(budget) * _unit(inst, budget_unit)
         every = history_every or max(1, raw // 500)
-        for name in solvers:
+        for name in solvers if by_kind is None else [by_kind[str(inst.kind)]]:
             for seed in seed_list:
                 tasks.append(Task(suite, args, inst.name, name, dict(extra.get(name, {})), seed, raw, every,
                                   float(feasibility_tol), bool(verify)))
@@ -311,12 +329,22 @@ def execute(task: Task, registry: Registry | None = None, time_limit: float | No
             row = _execute(task, registry or default_registry(), time_limit)
     except RunTimeout:
         return _timeout_row(task, float(time_limit or 0.0), time.perf_counter() - t0, registry)
+    except KeyboardInterrupt:  # the person running the bench stops it (the caller keeps what is stored)
+        raise
     except Exception as exc:  # never lose the bench to one run
         return stub_row(task, "ERROR", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0, registry)
+    except BaseException as exc:  # SystemExit & co. raised by a solver or a user's function: a failed run
+        return stub_row(task, "FAILED", _base_exception_reason(exc), time.perf_counter() - t0, registry)
     if caught and row.ran:
         texts = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
         row = dataclasses.replace(row, result={**row.result, "warnings": texts})
     return row
+
+
+def _base_exception_reason(exc: BaseException) -> str:
+    """What a run that raised ``SystemExit`` (or another ``BaseException``) stored as its reason."""
+    return (f"the run raised {type(exc).__name__}({', '.join(repr(a) for a in exc.args)}), which is not an "
+            "Exception: recorded as a failed run, and the bench went on")
 
 
 def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunRow:
@@ -345,6 +373,7 @@ def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunR
         start["y"] = np.array(problem.y0, dtype=np.float64, copy=True)
     rows.append((0.0, *_measure(problem, aux, start)))
     last = [0]
+    last_x: list[Array] = [x0]
 
     def outputs_of(state: Any, x: Array) -> dict[str, Array]:
         if callable(outputs_fn):
@@ -352,6 +381,7 @@ def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunR
         return {"x": x}
 
     def callback(info: Any) -> None:
+        last_x[0] = info.x
         if info.calls - last[0] >= task.history_every:
             last[0] = info.calls
             rows.append((float(info.calls), *_measure(problem, aux, outputs_of(info.state, info.x))))
@@ -362,10 +392,20 @@ def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunR
             res = minimize(problem, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0,
                            callback=callback, feasibility_tol=task.feasibility_tol, progress=False)
     except RunFailedError as exc:
+        if exc.interrupted:  # Ctrl-C: stop the bench, not just this run
+            raise KeyboardInterrupt from None
         res, status, reason = exc.result, "FAILED", str(exc)
+    except (RunTimeout, KeyboardInterrupt):
+        raise
     except Exception as exc:  # the run could not start: store why, never lose the bench
         return RunRow(**base, status="ERROR", reason=f"{type(exc).__name__}: {exc}", nfev=0, nfev_by_kind={},
                       result={}, verification=None, history=empty, x=x0, seconds=time.perf_counter() - t0)
+    except BaseException as exc:  # SystemExit & co. out of the run: a failed run, with what was measured
+        hist = np.asarray(rows, dtype=np.float64)
+        return RunRow(**base, status="FAILED", reason=_base_exception_reason(exc), nfev=int(hist[-1, 0]),
+                      nfev_by_kind={}, result={}, verification=None,
+                      history={"calls": hist[:, 0], "fun": hist[:, 1], "violation": hist[:, 2]},
+                      x=np.asarray(last_x[0], dtype=np.float64), seconds=time.perf_counter() - t0)
     final = {k: np.asarray(v, dtype=np.float64) for k, v in res.outputs.items()} or {"x": res.x}
     final.setdefault("x", res.x)
     fun, viol = _measure(problem, aux, final)
@@ -566,7 +606,7 @@ def _require_distributed() -> Any:
 
 def run(
     suite: Any,
-    solvers: Sequence[str],
+    solvers: Sequence[str] | None = None,
     *,
     seeds: int | Sequence[int] = 1,
     budget: int = 1000,
@@ -597,7 +637,8 @@ def run(
     Parameters
     ----------
     suite, solvers, seeds, budget, budget_unit, suite_args, params, history_every, feasibility_tol, verify:
-        the grid (see :func:`make_tasks`).
+        the grid (see :func:`make_tasks`); without ``solvers``, each instance runs the default solver of
+        its problem kind (``zo-sgd``, ``adszog``, ``zo-gdmsa``, ``zo-svrg-admm``; :func:`default_solvers`).
     store:
         the SQLite file of finished runs (default ``OUT/bench.sqlite``); runs already in it are not
         run again, so re-running a killed bench finishes it.
@@ -680,6 +721,14 @@ def run(
                     bar.set_postfix_str(f"{row.task.solver} on {row.task.instance}", refresh=False)
                 if on_row is not None:
                     on_row(row)
+        except KeyboardInterrupt:
+            logger("bench").warning(
+                "bench %s interrupted: %d of %d runs are stored in %s (%d of them before this bench, %d now); "
+                "run the same bench again (same suite, solvers, seeds, budget and store) to resume: the stored "
+                "runs are not run again", suite, len(tasks) - len(todo) + ran, len(tasks), store_path,
+                len(tasks) - len(todo), ran,
+            )
+            raise
         finally:
             if bar is not None:
                 bar.close()

@@ -30,7 +30,7 @@ _PROBLEMS = "zoframe_admm.problems:"
 def zoframe_solvers() -> Sequence[SolverSpec]:
     return [
         SolverSpec("zo-svrg-admm", _SOLVERS + "ZOSVRGADMM", "ZO stochastic ADMM with SVRG variance reduction and CooSGE (Alg. 1)",
-                   IJCAI, COMPOSITE, contract_params=CONTRACT),
+                   IJCAI, COMPOSITE, contract_params=CONTRACT, default_for=COMPOSITE),
         SolverSpec("zo-saga-admm", _SOLVERS + "ZOSAGAADMM", "ZO stochastic ADMM with SAGA variance reduction and CooSGE (Alg. 2)",
                    IJCAI, COMPOSITE, contract_params=CONTRACT),
         SolverSpec("zo-admm", _SOLVERS + "ZOADMM", "ZO ADMM with the full CooSGE gradient every step (baseline, iteration 5)",

@@ -21,6 +21,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
             summary="zeroth-order (projected) stochastic gradient descent",
             reference="Ghadimi & Lan, Stochastic first- and zeroth-order methods for nonconvex stochastic programming, SIAM J. Optim. 2013",
             problem_kinds=frozenset({"finite_sum"}),
+            default_for=frozenset({"finite_sum"}),
         ),
         SolverSpec(
             name="zo-signsgd",

@@ -15,7 +15,12 @@ a subproblem over the feasible set:
   iterations, recursive corrections between), momentum-accelerated Frank-Wolfe step.
 
 Subproblems (projection, linear minimisation) are cvxpy problems built ONCE per run with cvxpy
-Parameters and re-solved every iteration. The solver order was measured on breast-cancer pairwise
+Parameters and re-solved every iteration; the linear minimisation over a polyhedron (linearised or
+white-box linear constraints, within a box and the l_inf ball) goes to HiGHS through
+``scipy.optimize.linprog`` instead, which prints nothing on stdout (cvxpy's HiGHS interface builds a
+``highspy.Highs`` object, which prints HiGHS's banner once per process before any option can be set)
+and skips cvxpy's parameter handling (0.35 s per solve against 0.75 s through cvxpy on a random LP
+with d = 31, m = 18,720, median of 5, scipy 1.17, highspy 1.16; it solves from scratch every time). The solver order was measured on breast-cancer pairwise
 (d = 31, m = 18,720 constraints, 2 cores): projection QP Clarabel 0.4 s, OSQP 1.1-2.2 s, SCS
 1.7-2.2 s (HiGHS does not take QPs); l_inf-ball LP HiGHS 0.25-0.4 s, Clarabel 0.7-0.85 s, SCS
 > 100 s; l2-ball SOCP Clarabel 1.0-1.5 s, SCS 2.5-2.9 s. The first installed solver of that order
@@ -178,6 +183,19 @@ class CvxpySubproblem:
         self.problem = cp.Problem(objective, cons)
         self.order: tuple[str, ...] = (solver.upper(),) if solver else solver_order(pclass)
         self.inaccurate = 0
+        # an LMO over a polyhedron within a box is an LP in scipy's form: HiGHS is called through
+        # scipy.optimize.linprog, which prints nothing (highspy, behind cvxpy's HIGHS, prints its banner on
+        # stdout when its first instance is built, before any option can switch the output off)
+        self._lp: tuple[Array | None, Array | None, list[tuple[float | None, float | None]]] | None = None
+        if kind == "lmo" and pclass == "lp" and (linearized or not oracle.has_cvxpy_constraints):
+            rows = (None, None) if linearized else oracle.linear_constraints()
+            blo = np.full(d, -np.inf) if lo is None else np.asarray(lo, dtype=np.float64)
+            bhi = np.full(d, np.inf) if hi is None else np.asarray(hi, dtype=np.float64)
+            if ball is not None:  # the l_inf ball (an l2 ball makes the problem an SOCP)
+                blo, bhi = np.maximum(blo, -radius), np.minimum(bhi, radius)
+            bounds = [(None if not np.isfinite(a) else float(a), None if not np.isfinite(b) else float(b))
+                      for a, b in zip(blo, bhi)]
+            self._lp = (rows[0], rows[1], bounds)
         type(self).builds += 1
 
     def solve(self, c: Array, J: Array | None = None, r: Array | None = None) -> Array:
@@ -190,6 +208,14 @@ class CvxpySubproblem:
             self.r.value = np.asarray(r, dtype=np.float64)
         failures: list[str] = []
         for k, name in enumerate(self.order):
+            if name == "HIGHS" and self._lp is not None:
+                w, failure, final = self._linprog(self._lp, c, J, r)
+                if w is not None:
+                    return w
+                failures.append(failure)
+                if final:
+                    break
+                continue
             try:
                 with warnings.catch_warnings():
                     # cvxpy warns on inaccurate solutions; that status is recorded instead
@@ -218,6 +244,23 @@ class CvxpySubproblem:
                 else "Check that the constraints are feasible (and bounded for the linear minimisation)."
             )
         )
+
+
+    def _linprog(
+        self, lp: tuple[Array | None, Array | None, list[tuple[float | None, float | None]]], c: Array,
+        J: Array | None, r: Array | None,
+    ) -> tuple[Array | None, str, bool]:
+        """The LMO's LP by scipy's HiGHS: ``(w, "", False)``, or ``(None, why, final)`` (``final``: infeasible or
+        unbounded, which no other solver changes)."""
+        from scipy.optimize import linprog
+
+        D, e, bounds = lp
+        A, b = (J, r) if self.linearized else (D, e)
+        res = linprog(np.asarray(c, dtype=np.float64), A_ub=None if A is None else np.asarray(A, dtype=np.float64),
+                      b_ub=None if b is None else np.asarray(b, dtype=np.float64), bounds=bounds, method="highs")
+        if res.status == 0 and res.x is not None:
+            return np.array(res.x, dtype=np.float64), "", False
+        return None, f"HIGHS (scipy): status {res.status}: {res.message}", res.status in (2, 3)
 
 
 # one set of subproblems per oracle (i.e. per run); rebuilt lazily after a checkpoint resume

@@ -40,6 +40,7 @@ def zoframe_solvers() -> Sequence[SolverSpec]:
             reference=_REF_ICML,
             problem_kinds=frozenset({"constrained"}),
             contract_params={**_CONTRACT, "eta_w": 0.05, "eta_p": 0.01, "a": 0.9, "b": 0.5},
+            default_for=frozenset({"constrained"}),
         ),
     ]
 

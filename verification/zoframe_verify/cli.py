@@ -82,7 +82,7 @@ def run_rate_command(args: argparse.Namespace) -> int:
         tol=args.tol,
         progress_bar=not args.no_progress,
     )
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.to_markdown())
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.summary())
     for f in (str(db), *report.files):
         print(f"wrote {f}", file=sys.stderr if args.json else sys.stdout)
     return 0

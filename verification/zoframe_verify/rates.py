@@ -31,6 +31,7 @@ __all__ = [
     "TheoryRate",
     "common_grid",
     "compare",
+    "find_floor",
     "fit_loglog",
     "running_curve",
     "theory_for",
@@ -138,6 +139,46 @@ def _bootstrap_slope(lx: Array, LY: Array, *, n_boot: int, level: float, rng: np
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+#: a floor: the median falls by less than this many decades per decade of the axis ...
+FLOOR_SLOPE = 0.05
+#: ... give or take this many decades of noise ...
+FLOOR_NOISE = 0.02
+#: ... over at least this many decades at the end of the curve
+FLOOR_DECADES = 0.3
+
+
+def find_floor(
+    x: Array, Y: Array, *, slope: float = FLOOR_SLOPE, noise: float = FLOOR_NOISE, min_decades: float = FLOOR_DECADES
+) -> float | None:
+    """Where the curves ``Y`` (``(seeds, points)``) against ``x`` reach a floor, or ``None``.
+
+    On the pointwise median: the smallest ``x_f`` such that from ``x_f`` to the end every point lies
+    within ``slope * (decades to the end) + noise`` decades above the final value, provided that
+    stretch spans at least ``min_decades`` decades. A power law of slope ``-0.25`` or steeper is no
+    floor (it falls ``0.25`` decade per decade); a measure that stopped moving (a converged iterate,
+    a rounding or noise floor) is. A curve that reaches zero has its floor where it first does.
+    """
+    xv = np.asarray(x, dtype=np.float64)
+    Yv = np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        med = np.median(Yv, axis=0)
+    ok = (xv > 0) & np.isfinite(med) & (med >= 0)
+    if ok.sum() < 2:
+        return None
+    xs, ms = xv[ok], med[ok]
+    zero = np.flatnonzero(ms == 0.0)
+    if zero.size:
+        return float(xs[zero[0]]) if np.log10(xs[-1] / xs[zero[0]]) >= min_decades else None
+    lx, ly = np.log10(xs), np.log10(ms)
+    within = ly - ly[-1] <= slope * (lx[-1] - lx) + noise
+    # the floor starts where the last run of points within the band begins
+    outside = np.flatnonzero(~within)
+    start = 0 if outside.size == 0 else int(outside[-1]) + 1
+    if start >= lx.shape[0] or lx[-1] - lx[start] < min_decades:
+        return None
+    return float(xs[start])
+
+
 def fit_loglog(
     x: Array,
     Y: Array,
@@ -147,12 +188,15 @@ def fit_loglog(
     level: float = 0.9,
     rng: int | np.random.Generator = 0,
     axis: str = "iterations",
+    x_max: float | None = None,
 ) -> SlopeFit:
     """Fit the log-log slope of curves ``Y`` (``(seeds, points)``) against ``x`` (``(points,)``).
 
-    Uses the points with ``x >= max(x) / 10**decades`` (the last decades) where every seed's value is
-    positive and finite; the fit is on the pointwise median of ``log Y`` across seeds; the interval
-    is the percentile bootstrap over seeds (``n_boot`` resamples with replacement).
+    Uses the points with ``x_end / 10**decades <= x <= x_end`` (the last decades before ``x_end``:
+    ``x_max`` if given, e.g. where the curves reach a floor (:func:`find_floor`), else ``max(x)``)
+    where every seed's value is positive and finite; the fit is on the pointwise median of ``log Y``
+    across seeds; the interval is the percentile bootstrap over seeds (``n_boot`` resamples with
+    replacement).
     """
     xv = np.asarray(x, dtype=np.float64)
     Yv = np.atleast_2d(np.asarray(Y, dtype=np.float64))
@@ -162,10 +206,12 @@ def fit_loglog(
         raise InvalidInputError(f"decades must be > 0, got {decades}")
     if not 0 < level < 1:
         raise InvalidInputError(f"level must lie in (0, 1), got {level}")
-    keep = (xv > 0) & (xv >= xv.max() / 10.0**decades) & np.all((Yv > 0) & np.isfinite(Yv), axis=0)
+    end = float(xv.max()) if x_max is None else min(float(x_max), float(xv.max()))
+    keep = (xv > 0) & (xv >= end / 10.0**decades) & (xv <= end) & np.all((Yv > 0) & np.isfinite(Yv), axis=0)
     if keep.sum() < 3:
+        before = "" if x_max is None else f" before {end:.4g} (where the curves reach their floor)"
         raise InvalidInputError(
-            f"only {int(keep.sum())} usable points in the last {decades:g} decades (need 3 with positive, "
+            f"only {int(keep.sum())} usable points in the last {decades:g} decades{before} (need 3 with positive, "
             "finite values for every seed): run longer, record more often or lower --decades"
         )
     lx = np.log(xv[keep])

@@ -30,10 +30,19 @@ the problem (not counted in the solver's budget):
 ``grad_norm`` / ``grad_norm_sq``    finite sum: gradient (mapping) norm (white-box or central differences)
 ``grad_g_norm`` / ``grad_g_norm_sq`` minimax: ``||grad g(x)||`` with a warm-started inner solve
 ``kkt``, ``eps1``, ``eps2``, ``eps3``  constrained: Definition 5.3 residuals (NNLS multipliers)
-``penalty_grad_g_norm(_sq)``     constrained, DSZOG / ADSZOG: ``||grad g(w)||`` of the penalty minimax (Def. 5.6)
+``penalty_grad_g_norm(_sq)``     constrained, DSZOG / ADSZOG: ``||grad g(w)||`` of the penalty minimax (Def. 5.6);
+                                 it sees the inequality constraints only, so a problem with equality
+                                 constraints refuses it (the default is then ``kkt``, which covers them)
 ``dist2``                        composite: ``dist(0, dL)^2`` (needs the solver's ``y0..``, ``lam`` outputs)
 ``fun_gap``, ``dist_to_solution``    against the known solution or the cvxpy reference
 any other name                    a column of the problem's own ``measures()``
+
+Fit range. The slope is fitted over the last ``decades`` decades before the curves END: at the
+horizon, or earlier where the runs stopped (a run that converges at iteration 10 of 500 has no
+points after 10, and the curves end at the first run's stop), or where the running minimum of the
+measure reaches a floor (:func:`zoframe_verify.rates.find_floor`: it stops falling; the stretch
+after it is no rate). The report says which runs stopped where, where a floor starts, and the range
+fitted on each axis.
 """
 
 from __future__ import annotations
@@ -72,6 +81,7 @@ from zoframe_verify.rates import (
     TheoryRate,
     common_grid,
     compare,
+    find_floor,
     fit_loglog,
     running_curve,
     theory_for,
@@ -191,6 +201,13 @@ def make_measure(problem: Any, name: str, solver: Any = None) -> Callable[[Mappi
 
         return grad_g
     if name in ("penalty_grad_g_norm", "penalty_grad_g_norm_sq") and kind == "constrained":
+        m_eq = int(getattr(problem, "m_eq", 0) or 0)
+        if m_eq:
+            raise InvalidInputError(
+                f"{name} measures the penalty minimax of the inequality constraints only, and this problem has "
+                f"{m_eq} equality constraint(s) h(x) = 0 that it would ignore (it is not zero at a KKT point): "
+                "measure the KKT residual instead (measure='kkt', --measure kkt), which covers them"
+            )
         beta, lam = getattr(solver, "beta", None), getattr(solver, "lam", None)
         if beta is None or lam is None:
             raise InvalidInputError(
@@ -461,6 +478,10 @@ class RateReport:
     reused: int
     curves: Mapping[str, tuple[Array, Array]] = field(default_factory=dict)
     files: tuple[str, ...] = ()
+    #: per axis: where the fitted range ends and why (the horizon, the runs' stop, a floor of the measure)
+    fit_ends: Mapping[str, str] = field(default_factory=dict)
+    #: what the study chose or found that the numbers depend on (the measure, runs that stopped early)
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """A few lines: the study, the fitted slopes with their intervals, the proven slope and the verdicts."""
@@ -473,11 +494,14 @@ class RateReport:
         proven = "no proven rate tabulated" if self.theory is None else f"proven {self.theory.slope:g}"
         for axis, fit in self.fits.items():
             lines.append(
-                f"  {axis + ':':<11} slope {fit.slope:.3f} [{fit.lo:.3f}, {fit.hi:.3f}] over {fit.x_lo:.3g}..{fit.x_hi:.3g}"
-                f"; {proven}" + (f": {self.verdicts[axis]}" if axis in self.verdicts else "")
+                f"  {axis + ':':<11} slope {fit.slope:.3f} [{fit.lo:.3f}, {fit.hi:.3f}] fitted over "
+                f"{fit.x_lo:.3g}..{fit.x_hi:.3g}; {proven}" + (f": {self.verdicts[axis]}" if axis in self.verdicts else "")
             )
-        lines.append("  full data: .fits, .runs, .curves, .to_dict(), .to_markdown()"
-                     + (f"; files: {', '.join(self.files)}" if self.files else ""))
+            if axis in self.fit_ends:
+                lines.append(f"  {'':<11} {self.fit_ends[axis]}")
+        lines += [f"  note: {n}" for n in self.notes]
+        md = [f for f in self.files if f.endswith(".md")]
+        lines.append(f"  full report: {md[0]}" if md else "  full data: .fits, .runs, .curves, .to_dict(), .to_markdown()")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -504,6 +528,8 @@ class RateReport:
             "theory": None if self.theory is None else dataclasses.asdict(self.theory),
             "verdicts": dict(self.verdicts),
             "tolerance": self.tolerance,
+            "fit_ends": dict(self.fit_ends),
+            "notes": list(self.notes),
             "files": list(self.files),
         }
 
@@ -532,6 +558,11 @@ class RateReport:
                 f"{self.verdicts.get(axis, 'n/a')} |"
             )
         lines.append("")
+        for axis, text in self.fit_ends.items():
+            lines.append(f"- fit range ({axis}): {text}")
+        lines += [f"- note: {n}" for n in self.notes]
+        if self.fit_ends or self.notes:
+            lines.append("")
         bent = [a for a, f in self.fits.items() if f.residual > 0.1]
         if bent:
             lines.append(
@@ -692,6 +723,28 @@ def _axis_curves(
     return common_grid(list(X), list(Y), points=len(horizons))
 
 
+def _level_curves(runs: Sequence[RunRecord], horizons: Sequence[int], axis: str, grid: Array, half: float = 0.15) -> Array:
+    """The level of the raw measure along each run on ``grid``: its median over the window ``grid * 10**[-half,
+    half]`` (a floor of the measure shows as a flat level, which a running minimum of noisy values or a running
+    average of values at the floor would hide). Seeds x horizons: the curves' values themselves."""
+    if len(horizons) != 1:
+        return _axis_curves(runs, "min", horizons, axis)[1]
+    seeds = sorted({r.seed for r in runs})
+    by = {r.seed: r for r in runs}
+    out = np.full((len(seeds), grid.shape[0]), np.nan)
+    for i, s in enumerate(seeds):
+        r = by[s]
+        xs = r.iterations if axis == "iterations" else r.calls
+        order = np.argsort(xs, kind="stable")
+        xs, vs = xs[order], r.values[order]
+        lo = np.searchsorted(xs, grid / 10.0**half, side="left")
+        hi = np.searchsorted(xs, grid * 10.0**half, side="right")
+        for j, (a, b) in enumerate(zip(lo, hi)):
+            if b > a:
+                out[i, j] = float(np.median(vs[a:b]))
+    return out
+
+
 def rate_study(
     solver: str,
     problem: Any,
@@ -743,9 +796,17 @@ def rate_study(
         raise InvalidInputError(f"solver {solver!r} does not accept {kind!r} problems (it solves {sorted(spec.problem_kinds)})")
     sparams = dict(params or {})
     solver_obj = spec.cls(**sparams)  # bad parameters fail here, before any run
+    notes: list[str] = []
     if measure is None:  # the measure the theory speaks of for this solver, else the kind's default
         tab = [ms for (sv, ms, _) in THEORY if sv == spec.name and ms in BUILTIN_MEASURES.get(kind, ())]
         measure = tab[0] if tab else DEFAULT_MEASURE.get(kind, "fun")
+        m_eq = int(getattr(prob, "m_eq", 0) or 0)
+        if m_eq and measure.startswith("penalty_"):  # it sees the inequalities only: measure what covers all
+            notes.append(
+                f"measure kkt, not {spec.name}'s default {measure}: the problem has {m_eq} equality constraint(s), "
+                f"which {measure} (the penalty minimax of the inequality constraints) ignores"
+            )
+            measure = "kkt"
     mname = measure
     _check_measure(prob, mname, solver_obj)  # unknown measures fail here, before any run
     seed_list = tuple(range(int(seeds))) if isinstance(seeds, (int, np.integer)) else tuple(int(s) for s in seeds)
@@ -783,17 +844,55 @@ def rate_study(
     finally:
         store.close()
     runs = tuple(dataclasses.replace(r, reused=(r.seed, r.horizon) not in set(todo)) for r in runs)
+    stops = _stops(runs)
+    if stops:
+        notes.append(stops)
     fits: dict[str, SlopeFit] = {}
     curves: dict[str, tuple[Array, Array]] = {}
+    ends: dict[str, str] = {}
     for axis in ("iterations", "calls"):
         x, Y = _axis_curves(runs, curve, hs, axis)
         curves[axis] = (x, Y)
-        fits[axis] = fit_loglog(x, Y, decades=decades, n_boot=n_boot, level=level, axis=axis)
+        floor_x = find_floor(x, _level_curves(runs, hs, axis, x))
+        ends[axis] = _end_text(axis, x, floor_x, runs, hs)
+        try:
+            fits[axis] = fit_loglog(x, Y, decades=decades, n_boot=n_boot, level=level, axis=axis, x_max=floor_x)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{exc} ({ends[axis]})") from None
+        span = math.log10(fits[axis].x_hi / fits[axis].x_lo)
+        if span < 1.0:
+            notes.append(f"the fit against {axis} spans {span:.2g} decade(s) only: too short to tell a rate (run "
+                         "longer, or pass horizons=[...] when the runs stop early)")
     verdicts = {a: compare(f, th.slope, tol) for a, f in fits.items()} if th is not None else {}
-    report = RateReport(cfg, curve, seed_list, hs, runs, fits, th, verdicts, tol, executed, reused, curves)
+    report = RateReport(cfg, curve, seed_list, hs, runs, fits, th, verdicts, tol, executed, reused, curves,
+                        fit_ends=ends, notes=tuple(notes))
     if out is not None:
         report = write_report(report, out)
     return report
+
+
+def _stops(runs: Sequence[RunRecord]) -> str:
+    """The runs that stopped before their horizon, in words (empty when none did)."""
+    early = [r for r in runs if r.nit < r.horizon]
+    if not early:
+        return ""
+    its = sorted(r.nit for r in early)
+    statuses = sorted({r.status for r in early})
+    where = f"iteration {its[0]}" if its[0] == its[-1] else f"iterations {its[0]}..{its[-1]}"
+    return (f"{len(early)} of {len(runs)} run(s) stopped before their horizon ({', '.join(statuses)}) at {where}; "
+            "the curves end where the first of them stopped")
+
+
+def _end_text(axis: str, x: Array, floor_x: float | None, runs: Sequence[RunRecord], horizons: Sequence[int]) -> str:
+    """Where the fitted range on ``axis`` ends, and why."""
+    unit = "iteration" if axis == "iterations" else "oracle call"
+    end = float(np.max(x)) if np.size(x) else math.nan
+    if floor_x is not None:
+        return (f"the measure reaches a floor at {unit} {floor_x:.4g} (its level stays flat from there to {end:.4g}); "
+                "the fit ends there")
+    if any(r.nit < r.horizon for r in runs):
+        return f"the curves end at {unit} {end:.4g}, where the first run stopped (horizon {max(horizons)} iterations)"
+    return f"the curves end at {unit} {end:.4g}, the end of the runs"
 
 
 def _check_picklable(obj: Any, label: str) -> None:

@@ -504,8 +504,11 @@ def run_verify_command(args: argparse.Namespace) -> int:
 
             reg = default_registry()
             pkw = dict(summary.get("problem_args", {}) or {})
-            pkw.update(problem_arguments(reg, str(name), getattr(args, "problem_arg", None)))
-            problem = build_problem(reg, str(name), pkw)
+            # the directory the run found a module reference in (zoframe solve -o records it)
+            where = summary.get("problem_dir") if not getattr(args, "problem", None) else None
+            where = where if isinstance(where, str) else None
+            pkw.update(problem_arguments(reg, str(name), getattr(args, "problem_arg", None), directory=where))
+            problem = build_problem(reg, str(name), pkw, directory=where)
         solver = summary.get("solver")
         if solver:
             target = dict(target)

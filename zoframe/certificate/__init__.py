@@ -186,6 +186,12 @@ def certify(
     if not isinstance(oracle, CountingOracle):
         raise InvalidInputError(f"certify needs the problem's CountingOracle, got {type(oracle).__name__}")
     tol = _check_tol("tol", tol)
+    if not tol < 1.0:  # the residual is relative to the gradient: at tol >= 1 the certificate cannot fail
+        raise InvalidInputError(
+            f"certify: tol must be below 1, got {tol!r}: the residual is relative to the gradient's size, so a point "
+            "where no constraint balances the gradient (the starting point, say) has residual at most 1 and any "
+            f"tol >= 1 passes it. Use a tolerance in (0, 1) (default {DEFAULT_TOL:g}; 1e-2 is lenient)"
+        )
     feasibility_tol = _check_tol("feasibility_tol", feasibility_tol)
     if active_cap is not None and (
         isinstance(active_cap, bool) or not isinstance(active_cap, (int, np.integer)) or active_cap < 1
