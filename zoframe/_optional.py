@@ -19,14 +19,17 @@ distributed    ``distributed``  a dask cluster as the executor of a run or a stu
 cma            ``peers``        the ``cma-es`` peer (pycma)
 nevergrad      ``peers``        the ``ngopt`` and ``ng-cobyla`` peers
 cocoex         ``coco``         the ``bbob`` suite of ``zoframe bench``
+pybobyqa       ``pybobyqa``     the ``pybobyqa`` peer (Py-BOBYQA)
+dfols          ``dfols``        the ``dfols`` peer (DFO-LS)
 =============  ===============  ==================================================================
 
 ``pip install "zoframe[all]"`` installs the extras of the reproductions, the examples and the docs:
 exactly :data:`ALL_EXTRAS` (``cvxpy``, ``data``, ``plot``; ``-e ".[all]"`` in a clone). The others
-(``peers``, ``distributed``, ``coco``, ``fast`` = numba for the compiled kernel of ``dszog`` /
-``adszog``, and ``bench`` = ``peers`` + ``plot`` + PDFO) are installed by name (``dev`` adds
-``distributed``, ``peers`` and ``fast``). The message of :func:`require` names the extra that
-installs the missing module and says whether ``all`` holds it.
+(``peers``, ``pybobyqa``, ``dfols``, ``distributed``, ``coco``, ``fast`` = numba for the compiled kernel
+of ``dszog`` / ``adszog``, and ``bench`` = ``peers`` + ``pybobyqa`` + ``dfols`` + ``plot`` + PDFO) are
+installed by name (``dev`` adds ``distributed``, ``peers``, ``pybobyqa``, ``dfols`` and ``fast``). The
+message of :func:`require` names the extra that installs the missing module and says whether ``all``
+holds it.
 """
 
 from __future__ import annotations
@@ -41,12 +44,14 @@ __all__ = ["ALL_EXTRAS", "EXTRAS", "MissingDependencyError", "require"]
 #: the distribution that provides a module, where its name differs from the module's
 _DISTRIBUTIONS = {
     "sklearn": "scikit-learn", "distributed": "dask[distributed]", "dask": "dask[distributed]", "cocoex": "coco-experiment",
+    "pybobyqa": "Py-BOBYQA", "dfols": "DFO-LS",
 }
 
 #: module -> the extra of zoframe that installs it
 EXTRAS = {
     "cvxpy": "cvxpy", "sklearn": "data", "pooch": "data", "platformdirs": "data", "matplotlib": "plot",
     "distributed": "distributed", "dask": "distributed", "cma": "peers", "nevergrad": "peers", "cocoex": "coco",
+    "pybobyqa": "pybobyqa", "dfols": "dfols",
 }
 
 #: the extras that ``zoframe[all]`` installs (pyproject.toml's ``all``; a test keeps the two equal)

@@ -3,7 +3,7 @@
 :class:`CountingOracle` wraps a problem and is all a solver ever sees of it. It
 
 * counts every evaluation, by kind (``objective``, ``constraint``, ``equality``, ``minimax``,
-  ``gradient``) and
+  ``gradient``; a residual of :meth:`~CountingOracle.residuals` counts as an ``objective`` one) and
   by the purpose tag the solver gives (``"estimate"``, ``"snapshot"``, ...). One evaluation is one
   component at one point, so a ``(k, d)`` batch over ``b`` components costs ``k * b``;
 * enforces the budget exactly: a batch that would take the count past ``max_calls`` raises
@@ -70,6 +70,7 @@ from zoframe.protocols import (
     HasGradient,
     HasLinearConstraints,
     HasMinimaxGradient,
+    HasResiduals,
     IntArray,
     Penalty,
 )
@@ -431,6 +432,10 @@ class CountingOracle:
         self.has_gradient = isinstance(problem, HasGradient)
         self.has_constraint_gradient = isinstance(problem, HasConstraintGradient)
         self.has_minimax_gradient = isinstance(problem, HasMinimaxGradient)
+        #: least-squares components l_i = r_i^2 with their residuals r_i (:meth:`residuals`)
+        self.has_residuals = (
+            self.kind != "minimax" and isinstance(problem, HasResiduals) and callable(getattr(problem, "residuals", None))
+        )
         fresh = getattr(problem, "fresh_results", False)
         if not isinstance(fresh, (bool, np.bool_)):
             raise InvalidInputError(
@@ -593,6 +598,24 @@ class CountingOracle:
                 f"oracle.equalities() needs a problem with equality constraints; this {self.kind!r} problem has none "
                 "(m_eq = 0)"
             )
+
+    def residuals(self, X: Any, idx: Any = None, *, purpose: str = "estimate") -> Array:
+        """Residuals ``(k, b)`` of components ``idx`` (all ``n`` if ``None``) at rows of ``X``, of a problem
+        whose components are squares ``l_i = r_i^2`` (:class:`~zoframe.protocols.HasResiduals`).
+
+        One residual is one evaluation of kind ``"objective"`` (it costs what the component costs); the
+        budget, the checks of points, indices and results, the blocks and the non-finite policy are those
+        of :meth:`objective`.
+        """
+        if not self.has_residuals:
+            raise InvalidInputError(
+                f"oracle.residuals() needs a problem with residuals r_i (components l_i = r_i^2); this {self.kind!r} "
+                "problem has none: build it with residuals=r (zoframe.FiniteSum / zoframe.Composite) or give it a "
+                "method residuals(X, idx) -> (k, b)"
+            )
+        pts = _as_points(X, self.dim, "residuals")
+        ids = self._indices(idx, self.n, "component")
+        return self._evaluate(self._problem.residuals, (pts,), ids, "objective", purpose, True, "residual")
 
     def evaluate_full(self, x: Any, *, purpose: str = "estimate") -> tuple[float, Array | None]:
         """The full objective ``f(x)`` (mean of all ``n`` components) and all ``m`` constraints at one point.
@@ -873,9 +896,12 @@ class CountingOracle:
         kind: str,
         purpose: str,
         budgeted: bool,
+        label: str = "",
     ) -> Array:
+        """``fn`` on the batch, counted as ``kind``; ``label`` names the values in messages (default: ``kind``)."""
         k, b = arrays[0].shape[0], ids.shape[0]
         self._charge(k * b, kind, purpose, budgeted)
+        what = label or kind
         B = self.block_rows
         self.user_calls += -(-k // B)  # one call per block of at most B rows
         if k <= B:  # one block: one call (the hot path)
@@ -884,15 +910,15 @@ class CountingOracle:
                 raw = fn(*arrays, ids)
             finally:
                 self.seconds += _clock() - t0
-            out = _result(raw, k, b, self, fn, kind)
+            out = _result(raw, k, b, self, fn, what)
         else:
             t0 = _clock()
             try:
-                out = self._evaluate_blocks(fn, arrays, ids, kind)
+                out = self._evaluate_blocks(fn, arrays, ids, what)
             finally:
                 self.seconds += _clock() - t0
         if not _all_finite(out):
-            out = self._nonfinite(out, arrays, ids, kind)
+            out = self._nonfinite(out, arrays, ids, what)
         return out
 
     def _evaluate_blocks(self, fn: Callable[..., Any], arrays: tuple[Array, ...], ids: IntArray, kind: str) -> Array:

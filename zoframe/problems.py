@@ -111,6 +111,10 @@ _FORMS: dict[str, dict[bool, tuple[str, str]]] = {
         False: ("equality_fun(x, l) -> float", "equality_fun(x, l) -> float"),
     },
     "minimax": {True: ("fun(X, Y) -> (k,)", "fun(X, Y, idx) -> (k, b)"), False: ("fun(x, y) -> float", "fun(x, y, i) -> float")},
+    "residuals": {
+        True: ("residuals(X) -> (k,)", "residuals(X, idx) -> (k, b)"),
+        False: ("residuals(x) -> float", "residuals(x, i) -> float"),
+    },
 }
 
 
@@ -247,6 +251,57 @@ def _eval_batched(
     return out
 
 
+@dataclass(frozen=True)
+class _Residuals:
+    """A builder's ``residuals=`` function as the batched method of :class:`~zoframe.protocols.HasResiduals`:
+    ``residuals(X, idx) -> (k, b)``, called with ``fun``'s convention (``n``, ``vectorized``)."""
+
+    fun: Callable[..., Any]
+    n: int
+    vectorized: bool
+    #: the method's name in the oracle's messages ("the residual function (FiniteSum.residuals)")
+    __name__: ClassVar[str] = "residuals"
+
+    def __call__(self, X: Array, idx: IntArray) -> Array:
+        return _eval_batched(self.fun, (X,), idx, self.n, self.vectorized, "residuals")
+
+
+def _residual_method(
+    fn: Any, n: int, vectorized: bool, components: Callable[[Array, IntArray], Array], x0: Array
+) -> _Residuals | None:
+    """``residuals=`` of a builder, checked and wrapped (:class:`_Residuals`); ``None`` stays ``None``.
+
+    The signature is checked as ``fun``'s is; then the residuals and the components are evaluated at
+    ``x0`` (all ``n``, once, when the problem is built) and every finite pair must agree,
+    ``r_i(x0)^2 = l_i(x0)`` to a relative ``1e-8``: a residual of a different scale (``l_i = r_i^2 / 2``, say)
+    would make a least-squares solver minimise another function than the problem's.
+    """
+    if fn is None:
+        return None
+    if isinstance(fn, _Residuals):  # already wrapped (dataclasses.replace of a built problem)
+        fn = fn.fun
+    _check_call(fn, "residuals", _FORMS["residuals"][vectorized], n, vectorized)
+    wrapped = _Residuals(fn, n, bool(vectorized))
+    ids = np.arange(n, dtype=np.intp)
+    ids.setflags(write=False)
+    x = x0.reshape(1, -1)
+    l_val = np.asarray(components(x, ids), dtype=np.float64).reshape(-1)
+    r_val = np.asarray(wrapped(x, ids), dtype=np.float64).reshape(-1)
+    sq = r_val * r_val
+    both = np.isfinite(l_val) & np.isfinite(sq)
+    tol = 1e-8 * np.maximum(np.abs(l_val), sq) + 1e-12 * max(1.0, float(np.abs(l_val[both]).max(initial=0.0)))
+    bad = np.flatnonzero(both & (np.abs(sq - l_val) > tol))
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidInputError(
+            f"residuals must satisfy l_i(x) = r_i(x)^2 for every component, but at x0 component {i} has "
+            f"fun = {float(l_val[i])!r} and residuals = {float(r_val[i])!r} (squared: {float(sq[i])!r}); {bad.size} of {n} components "
+            "disagree. Give residuals r with fun = r**2 (the objective is the mean of the squares), or leave "
+            "residuals=None"
+        )
+    return wrapped
+
+
 def constrained_measures(
     x: Array, monitor: MonitorOracle, violation_tol: float, *, block: int = FULL_PASS_BLOCK
 ) -> dict[str, float]:
@@ -292,6 +347,12 @@ class FiniteSum:
     - ``n == 1`` (the default): ``fun(X) -> (k,)``, one value per row of ``X`` (``k`` points, ``(k, d)``);
     - ``n > 1``: ``fun(X, idx) -> (k, b)``, component ``idx[s]`` at point ``X[r]`` in entry ``[r, s]``;
     - ``vectorized=False``: ``fun(x) -> float`` (``n == 1``) or ``fun(x, i) -> float`` (``n > 1``).
+
+    ``residuals=r`` (optional) gives least-squares components ``l_i(x) = r_i(x)^2``: ``r`` follows
+    ``fun``'s convention, and ``r^2`` must agree with ``fun`` at ``x0`` (checked when the problem is
+    built). Solvers that model residuals (``dfols``) read them through ``oracle.residuals``; the
+    attribute ``residuals`` is then the batched ``residuals(X, idx) -> (k, b)`` of
+    :class:`~zoframe.protocols.HasResiduals`.
     """
 
     kind: ClassVar[str] = "finite_sum"
@@ -303,6 +364,7 @@ class FiniteSum:
     name: str = "finite-sum"
     bounds: tuple[Any, Any] | None = None
     fresh_results: bool = False
+    residuals: Callable[..., Any] | None = None
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -312,6 +374,9 @@ class FiniteSum:
         object.__setattr__(self, "dim", int(self.x0.shape[0]))
         object.__setattr__(self, "feasible_set", _box(self.bounds, self.dim, self.feasible_set))
         _check_call(self.fun, "fun", _FORMS["fun"][self.vectorized], self.n, self.vectorized)
+        object.__setattr__(
+            self, "residuals", _residual_method(self.residuals, self.n, self.vectorized, self.components, self.x0)
+        )
 
     def components(self, X: Array, idx: IntArray) -> Array:
         return _eval_batched(self.fun, (X,), idx, self.n, self.vectorized)
@@ -473,7 +538,8 @@ class Composite:
 
     ``fun`` follows :class:`FiniteSum`'s convention (``fun(X)`` when ``n == 1``, ``fun(X, idx)``
     otherwise); the penalties ``psi_j`` are objects with ``value``, ``prox`` and
-    ``subdifferential_distance`` (see :mod:`zoframe.penalties`).
+    ``subdifferential_distance`` (see :mod:`zoframe.penalties`). ``residuals=r`` (optional) gives
+    least-squares components ``l_i = r_i^2`` as for :class:`FiniteSum`.
     """
 
     kind: ClassVar[str] = "composite"
@@ -488,6 +554,7 @@ class Composite:
     vectorized: bool = True
     name: str = "composite"
     fresh_results: bool = False
+    residuals: Callable[..., Any] | None = None
     dim: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -529,6 +596,9 @@ class Composite:
         object.__setattr__(self, "B", Bs)
         object.__setattr__(self, "y0", y0)
         object.__setattr__(self, "penalties", tuple(self.penalties))
+        object.__setattr__(
+            self, "residuals", _residual_method(self.residuals, self.n, self.vectorized, self.components, self.x0)
+        )
 
     def components(self, X: Array, idx: IntArray) -> Array:
         return _eval_batched(self.fun, (X,), idx, self.n, self.vectorized)
@@ -545,12 +615,16 @@ class Composite:
         return out
 
 
+_SQRT_HALF = math.sqrt(0.5)
+
+
 class HalfSquaredResiduals:
     """Mixin: components ``l_i(x) = (a_i^T x - b_i)^2 / 2`` with rows ``a_i = data[i]``, ``b_i = target[i]``.
 
     A problem class (usually a frozen dataclass) that holds ``data`` (``(n, d)``) and ``target``
     (``(n,)``) gets the batched ``components``, white-box ``component_gradients`` and the
-    ``full_gradient`` of the average from here.
+    ``full_gradient`` of the average from here, and the residuals ``r_i = (a_i^T x - b_i) / sqrt(2)``
+    (``l_i = r_i^2``) that least-squares solvers read.
     """
 
     data: Array
@@ -560,6 +634,11 @@ class HalfSquaredResiduals:
     def components(self, X: Array, idx: IntArray) -> Array:
         r = X @ self.data[idx].T - self.target[idx]
         out: Array = 0.5 * r * r
+        return out
+
+    def residuals(self, X: Array, idx: IntArray) -> Array:
+        """``r_i(x) = (a_i^T x - b_i) / sqrt(2)``, so that ``l_i = r_i^2`` (:class:`~zoframe.protocols.HasResiduals`)."""
+        out: Array = (X @ self.data[idx].T - self.target[idx]) * _SQRT_HALF
         return out
 
     def component_gradients(self, x: Array, idx: IntArray) -> Array:

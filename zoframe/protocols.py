@@ -179,6 +179,22 @@ class HasCvxpyConstraints(Protocol):
 
 
 @runtime_checkable
+class HasResiduals(Protocol):
+    """Least-squares components: ``l_i(x) = r_i(x)^2`` with black-box residuals ``r_i``.
+
+    ``residuals(X, idx)[r, s] = r_{idx[s]}(X[r])``, batched like ``components``. Solvers that model the
+    residuals themselves (Gauss-Newton-type methods such as DFO-LS) read them through
+    :meth:`zoframe.oracle.CountingOracle.residuals`: one residual is one evaluation of kind
+    ``objective``, as one component is. An attribute ``residuals = None`` declares none (the oracle
+    tests that it is callable).
+    """
+
+    def residuals(self, X: Array, idx: IntArray) -> Array:
+        """Residuals ``(k, b)`` of the components ``idx`` at the rows of ``X``."""
+        ...
+
+
+@runtime_checkable
 class HasMinimaxGradient(Protocol):
     """White-box partial gradients of a minimax objective (first-order SGDA / SGDMSA)."""
 
