@@ -63,6 +63,7 @@ __all__ = [
     "Truncation",
     "apply",
     "noisy",
+    "read",
     "truncated",
     "with_nan",
 ]
@@ -491,13 +492,11 @@ _READERS: dict[str, Callable[[Mapping[str, Any]], Transform]] = {
 }
 
 
-def apply(problem: Any, imperfection: Sequence[Mapping[str, Any]]) -> Any:
-    """``problem`` under the transforms described as plain data (``ImperfectProblem.imperfection``);
-    an empty description gives ``problem`` itself."""
-    if isinstance(imperfection, Mapping):
-        imperfection = [imperfection]
+def read(imperfection: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> tuple[Transform, ...]:
+    """The transforms described as plain data (``ImperfectProblem.imperfection``), checked."""
+    items = [imperfection] if isinstance(imperfection, Mapping) else list(imperfection)
     transforms: list[Transform] = []
-    for item in imperfection:
+    for item in items:
         if not isinstance(item, Mapping) or item.get("transform") not in _READERS:
             raise InvalidInputError(
                 f"a transform is a mapping with 'transform' one of {sorted(_READERS)} (as ImperfectProblem.imperfection "
@@ -507,4 +506,11 @@ def apply(problem: Any, imperfection: Sequence[Mapping[str, Any]]) -> Any:
             transforms.append(_READERS[str(item["transform"])](item))
         except KeyError as exc:
             raise InvalidInputError(f"transform {item!r} lacks the field {exc}") from None
+    return tuple(transforms)
+
+
+def apply(problem: Any, imperfection: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> Any:
+    """``problem`` under the transforms described as plain data (``ImperfectProblem.imperfection``);
+    an empty description gives ``problem`` itself."""
+    transforms = read(imperfection)
     return ImperfectProblem(problem, transforms) if transforms else problem
