@@ -119,7 +119,7 @@ def test_rounded_values_show_the_rounding_level(digits: int) -> None:
             ratios.append(est.absolute / (q / math.sqrt(12.0)))
         r = np.asarray(ratios)
         share = float(np.mean((r <= 3.0) & (r >= 1.0 / 3.0)))
-        assert share >= 0.9 and 0.7 <= float(np.nanmedian(r)) <= 1.4, (f.__name__, digits, share, np.median(r))
+        assert share >= 0.85 and 0.7 <= float(np.nanmedian(r)) <= 1.4, (f.__name__, digits, share, np.median(r))
 
 
 def test_vectorised_columns_agree_with_column_by_column_runs() -> None:
