@@ -11,6 +11,7 @@ Quick use::
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from zoframe import measures, penalties, plot, sets
 from zoframe.asktell import ProblemShape, Request, Run
@@ -39,6 +40,28 @@ from zoframe.specs import EstimatorSpec, ProblemSpec, SolverSpec, param
 
 __version__ = "0.1.0"
 
+#: imported on first use (``zoframe.noise``, ``zoframe.estimate_noise``, ``zoframe.imperfect``, ...): the names and
+#: the submodules they come from
+_LAZY = {"noise": "", "imperfect": "", "estimate_noise": "noise", "noise_from_line": "noise", "NoiseEstimate": "noise"}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name not in _LAZY:
+        raise AttributeError(f"module 'zoframe' has no attribute {name!r}")
+    source = _LAZY[name]
+    value = importlib.import_module(f"zoframe.{source or name}")
+    if source:
+        value = getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 # notices go to the logger "zoframe" (zoframe._output); silent until the application configures logging
 logging.getLogger("zoframe").addHandler(logging.NullHandler())
 
@@ -62,6 +85,7 @@ __all__ = [
     "IterationInfo",
     "Minimax",
     "MonitorOracle",
+    "NoiseEstimate",
     "NonFiniteValueError",
     "PluginError",
     "ProblemShape",
@@ -80,10 +104,14 @@ __all__ = [
     "ZoframeError",
     "__version__",
     "default_registry",
+    "estimate_noise",
     "hookimpl",
+    "imperfect",
     "make_rng",
     "measures",
     "minimize",
+    "noise",
+    "noise_from_line",
     "param",
     "penalties",
     "plot",

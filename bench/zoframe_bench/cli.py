@@ -1,4 +1,5 @@
-"""``zoframe bench SUITE --solvers a,b --seeds N --budget B [--workers K | --dask ADDRESS]``."""
+"""``zoframe bench SUITE --solvers a,b --seeds N --budget B [--workers K | --dask ADDRESS]
+[--noise LEVEL --noise-kind relative --digits K --nan-fraction F --transform-seed S]``."""
 
 from __future__ import annotations
 
@@ -39,6 +40,20 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds one run may take; past it the run is stopped and stored as TIMEOUT (600; 0: none)")
     p.add_argument("--repair", action="store_true",
                    help="first keep the sound runs of a damaged store (the damaged file is moved aside, not deleted)")
+    imperfect = p.add_argument_group(
+        "imperfect values", "run every problem of the suite on transformed values (zoframe.imperfect); the solved test "
+        "uses the clean problems' values and f*, and each run's key records the transform (clean and transformed runs "
+        "never mix in a store)")
+    imperfect.add_argument("--noise", type=float, default=None, metavar="LEVEL",
+                           help="Gaussian noise of standard deviation LEVEL on every function value")
+    imperfect.add_argument("--noise-kind", choices=("absolute", "relative"), default="absolute",
+                           help="f + LEVEL z (absolute) or f (1 + LEVEL z) (relative) (absolute)")
+    imperfect.add_argument("--digits", type=int, default=None, metavar="K",
+                           help="round every value to K significant digits (1..15), after the noise")
+    imperfect.add_argument("--nan-fraction", type=float, default=None, metavar="F",
+                           help="NaN at a fraction F of the points (the solvers see +inf)")
+    imperfect.add_argument("--transform-seed", type=int, default=0, metavar="S",
+                           help="seed of the noise and of the NaN points (0)")
     p.add_argument("--no-plots", action="store_true", help="write the JSON and Markdown only")
     p.add_argument("--no-verify", action="store_true", help="skip the verification measures of each final point")
     p.add_argument("--list", action="store_true", help="list the suite's instances (one JSON line each) and exit")
@@ -66,9 +81,11 @@ def _repair(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     from zoframe._paths import output_path
+    from zoframe_bench.runner import transform_spec, transform_tag
     from zoframe_bench.store import repair
 
-    outdir = Path(args.out) if args.out is not None else output_path(f"bench-{args.suite}/x").parent
+    tag = transform_tag(transform_spec(args.noise, args.noise_kind, args.digits, args.nan_fraction, args.transform_seed))
+    outdir = Path(args.out) if args.out is not None else output_path(f"bench-{args.suite}{'-' + tag if tag else ''}/x").parent
     path = Path(args.store) if args.store is not None else outdir / "bench.sqlite"
     rep = repair(path)
     if rep.moved_to is None:
@@ -119,7 +136,9 @@ def run_bench_command(args: argparse.Namespace) -> int:
         out = run(args.suite, solvers, seeds=args.seeds, budget=args.budget, budget_unit=args.budget_unit,
                   suite_args=suite_args, params=params, store=args.store, out=args.out, workers=args.workers,
                   dask=args.dask, progress=not args.quiet, feasibility_tol=args.feasibility_tol,
-                  verify=not args.no_verify, plots=not args.no_plots, time_limit=args.time_limit or None)
+                  verify=not args.no_verify, plots=not args.no_plots, time_limit=args.time_limit or None,
+                  noise=args.noise, noise_kind=args.noise_kind, digits=args.digits, nan_fraction=args.nan_fraction,
+                  transform_seed=args.transform_seed)
     except KeyboardInterrupt:  # run() said what is stored and how to resume
         return 130
     print(f"{len(out.tasks)} runs ({out.ran} run now, {out.reused} already in {out.store})", file=sys.stderr)

@@ -275,6 +275,13 @@ def _markdown(summary: Mapping[str, Any]) -> str:
             "full-evaluation equivalents (n + m raw each). Result.success: the driver's own verdict. "
             "Failed: runs that gave no result (missing dependency, ERROR: could not start, TIMEOUT: stopped at the "
             "time limit) or raised mid-run (FAILED); they count as not solved.\n")
+    if summary.get("transform"):
+        what = "; then ".join(
+            f"{t.get('transform')} (" + ", ".join(f"{k}={v}" for k, v in t.items() if k not in ("transform", "which")) + ")"
+            for t in summary["transform"]
+        )
+        note += (f"\nImperfect values: the solvers saw the problems' values through {what} (zoframe.imperfect); "
+                 "the solved test and the violation use the clean problems' values and f*.\n")
     failed = failure_lines(summary)
     if failed:
         note += "\nFailed runs (first message of each kind):\n\n" + "\n".join(f"- {ln}" for ln in failed) + "\n"
@@ -294,10 +301,16 @@ def write_reports(
     taus: Sequence[float] = (1e-1, 1e-3, 1e-5),
     feasibility_tol: float = 1e-3,
     plots: bool = True,
+    transform: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[dict[str, Any], list[str]]:
-    """Write ``summary.json``, ``summary.md``, ``profiles.json`` and (``plots``) PNGs; return the summary."""
+    """Write ``summary.json``, ``summary.md``, ``profiles.json`` and (``plots``) PNGs; return the summary.
+
+    ``transform``: the imperfections the runs' values went through (recorded in the summary as ``transform``).
+    """
     table = table_from_rows(rows, f_star, feasibility_tol)
     summary = summarise(rows, table, taus, feasibility_tol)
+    if transform:
+        summary["transform"] = [dict(t) for t in transform]
     labels = []
     for name in table.solvers:
         e = summary["solvers"][name]

@@ -13,6 +13,11 @@ the start and the end), the bench evaluates the problem's measures (``fun``, ``m
 the solver's reported point with an oracle of its own. Every solver, peers included, is measured the
 same way; nothing the bench evaluates is counted in the run's ``nfev``.
 
+Imperfect values (``noise=``, ``noise_kind=``, ``digits=``, ``nan_fraction=``, ``transform_seed=``;
+``zoframe bench ... --noise 1e-6 --noise-kind relative``): every problem of the suite goes through the
+transforms of :mod:`zoframe.imperfect` before the solver sees it; the bench's history, verification and
+solved test use the clean problem and its ``f*``, so a run is judged by where it really ended.
+
 Faults: every run has a time limit (``time_limit`` seconds, :data:`DEFAULT_TIME_LIMIT` by default):
 a run past it is stopped and stored as a ``TIMEOUT`` row, and the bench goes on. Serially the limit
 is a ``SIGALRM`` in the bench's process (POSIX, main thread); on a process pool the worker stops the
@@ -52,7 +57,10 @@ from zoframe.registry import Registry, default_registry
 from zoframe.specs import SuiteInstance
 from zoframe_bench.store import BenchStore, RunRow, Task
 
-__all__ = ["BUDGET_UNITS", "DEFAULT_TIME_LIMIT", "BenchOutcome", "default_solvers", "execute", "make_tasks", "run"]
+__all__ = [
+    "BUDGET_UNITS", "DEFAULT_TIME_LIMIT", "BenchOutcome", "default_solvers", "execute", "make_tasks", "run",
+    "transform_spec", "transform_tag",
+]
 
 #: seconds one run may take before the bench stops it and stores a TIMEOUT row
 DEFAULT_TIME_LIMIT = 600.0
@@ -144,6 +152,7 @@ def make_tasks(
     feasibility_tol: float = 1e-3,
     verify: bool = True,
     registry: Registry | None = None,
+    transform: Sequence[Mapping[str, Any]] = (),
 ) -> list[Task]:
     """The grid: every instance of ``suite`` x every solver x every seed.
 
@@ -155,8 +164,11 @@ def make_tasks(
     ``params``: hyper-parameters per solver name. ``history_every=0``: about 500 history rows per run.
     ``solvers=None`` (or empty): each instance runs the default solver of its problem kind
     (:func:`default_solvers`), and ``params`` are keyed by those names.
+    ``transform``: the imperfections of every problem's values as plain data (:func:`transform_spec`,
+    ``zoframe.imperfect.ImperfectProblem.imperfection``); empty: the clean problems.
     """
     reg = registry or default_registry()
+    transform = _checked_transform(transform)
     by_kind: dict[str, str] | None = None
     if solvers is None or (not isinstance(solvers, str) and len(solvers) == 0):
         by_kind = default_solvers(suite, suite_args, reg)
@@ -197,8 +209,49 @@ def make_tasks(
         for name in solvers if by_kind is None else [by_kind[str(inst.kind)]]:
             for seed in seed_list:
                 tasks.append(Task(suite, args, inst.name, name, dict(extra.get(name, {})), seed, raw, every,
-                                  float(feasibility_tol), bool(verify)))
+                                  float(feasibility_tol), bool(verify), transform))
     return tasks
+
+
+def transform_spec(
+    noise: float | None = None,
+    noise_kind: str = "absolute",
+    digits: int | None = None,
+    nan_fraction: float | None = None,
+    transform_seed: int = 0,
+) -> tuple[dict[str, Any], ...]:
+    """The imperfections of the bench's options as plain data, in the order they act on a value:
+    noise (``f + noise z`` or ``f (1 + noise z)``), then rounding to ``digits`` significant digits (a
+    program printing its noisy result), then NaN at a ``nan_fraction`` of the points
+    (:mod:`zoframe.imperfect`). Nothing given: ``()``, the clean problems."""
+    from zoframe.imperfect import Failures, Noise, Transform, Truncation
+
+    out: list[Transform] = []
+    if noise is not None:
+        out.append(Noise(noise, noise_kind, transform_seed))
+    elif noise_kind != "absolute":
+        raise InvalidInputError(f"noise_kind={noise_kind!r} without a noise level: give noise=LEVEL (--noise LEVEL) too")
+    if digits is not None:
+        out.append(Truncation(digits))
+    if nan_fraction is not None:
+        out.append(Failures(nan_fraction, transform_seed))
+    return tuple(t.describe() for t in out)
+
+
+def _checked_transform(transform: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """``transform`` read back through :func:`zoframe.imperfect.read` (so that a bad one fails before any run)."""
+    if not transform:
+        return ()
+    from zoframe.imperfect import read
+
+    return tuple(t.describe() for t in read(list(transform)))
+
+
+def transform_tag(transform: Sequence[Mapping[str, Any]]) -> str:
+    """A short label of the transforms for directory names (``noise-rel-1e-08+digits-6``; ``""``: none)."""
+    from zoframe.imperfect import read
+
+    return "+".join(t.tag() for t in read(list(transform))) if transform else ""
 
 
 def _unit(inst: SuiteInstance, budget_unit: str = "full") -> int:
@@ -352,7 +405,13 @@ def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunR
 
     t0 = time.perf_counter()
     inst = _instance(task, reg)
-    problem = inst.build()
+    problem = inst.build()  # the clean problem: the bench measures on it (history, verification)
+    runs_on = problem
+    if task.transform:
+        from zoframe.imperfect import apply
+
+        runs_on = apply(problem, list(task.transform))  # the solver sees the imperfect values
+    fails = any(t.get("transform") == "nan" for t in task.transform)
     kind = str(problem.kind)
     n = int(getattr(problem, "n", 1))
     m = int(getattr(problem, "m", 0)) if kind == "constrained" else 0
@@ -389,8 +448,9 @@ def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunR
     status, reason = "", ""
     try:
         with _time_limit(time_limit):  # the run itself: building the instance and importing the solver are not timed
-            res = minimize(problem, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0,
-                           callback=callback, feasibility_tol=task.feasibility_tol, progress=False)
+            res = minimize(runs_on, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0,
+                           callback=callback, feasibility_tol=task.feasibility_tol, progress=False,
+                           nonfinite="inf" if fails else "raise")
     except RunFailedError as exc:
         if exc.interrupted:  # Ctrl-C: stop the bench, not just this run
             raise KeyboardInterrupt from None
@@ -626,6 +686,11 @@ def run(
     on_row: Callable[[RunRow], None] | None = None,
     registry: Registry | None = None,
     time_limit: float | None = DEFAULT_TIME_LIMIT,
+    noise: float | None = None,
+    noise_kind: str = "absolute",
+    digits: int | None = None,
+    nan_fraction: float | None = None,
+    transform_seed: int = 0,
 ) -> BenchOutcome:
     """Run ``solvers`` on every instance of ``suite`` for ``seeds`` seeds and write the profiles.
 
@@ -663,6 +728,17 @@ def run(
     registry:
         a registry of your own (e.g. with a solver you have not packaged yet); serial runs only,
         since worker processes look names up in the installed plugins.
+    noise, noise_kind, digits, nan_fraction, transform_seed:
+        run every problem of the suite under imperfect values (:mod:`zoframe.imperfect`, in this
+        order: Gaussian noise of standard deviation ``noise``, ``kind`` ``"absolute"`` (``f + noise
+        z``) or ``"relative"`` (``f (1 + noise z)``); rounding to ``digits`` significant digits; NaN at
+        a ``nan_fraction`` of the points, seen by the solver as ``+inf`` (``nonfinite="inf"``)), the
+        randomness drawn from ``transform_seed`` and each point. The transforms are part of each
+        run's key (:attr:`~zoframe_bench.store.Task.transform`): transformed and clean runs never
+        mix in a store, and a sweep over levels resumes level by level. The bench measures every run
+        on the CLEAN problem (the history of ``fun`` and violation, the verification, so the solved
+        test against the clean ``f*``); the run's own ``Result.success`` is its certificate on the
+        values it saw. Default output directory: ``zoframe-out/bench-SUITE-TRANSFORMS``.
     """
     from zoframe._paths import output_path
     from zoframe_bench.profiles import write_reports
@@ -689,10 +765,12 @@ def run(
                 "'module:attr' / 'path/to/file.py:attr' reference to run it in parallel"
             )
         suite = user.register(suite, dict(suite_args or {}))
+    transform = transform_spec(noise, noise_kind, digits, nan_fraction, transform_seed)
     tasks = make_tasks(suite, solvers, seeds=seeds, budget=budget, budget_unit=budget_unit, suite_args=suite_args,
                        params=params, history_every=history_every, feasibility_tol=feasibility_tol, verify=verify,
-                       registry=registry)
-    outdir = Path(out) if out is not None else output_path(f"bench-{suite}/x").parent
+                       registry=registry, transform=transform)
+    tag = transform_tag(transform)
+    outdir = Path(out) if out is not None else output_path(f"bench-{suite}{'-' + tag if tag else ''}/x").parent
     outdir.mkdir(parents=True, exist_ok=True)
     store_path = Path(store) if store is not None else outdir / "bench.sqlite"
     with BenchStore(store_path) as db:
@@ -735,7 +813,7 @@ def run(
         rows = [db.get(t.key) for t in tasks]
     f_star = {inst.name: inst.f_star for inst in _instances(suite, dict(suite_args or {}), registry)}
     summary, files = write_reports(rows, outdir, f_star=f_star, taus=tuple(taus), feasibility_tol=feasibility_tol,
-                                   plots=plots)
+                                   plots=plots, transform=transform)
     return BenchOutcome(str(store_path), tuple(tasks), ran, len(tasks) - ran, summary, tuple(files))
 
 

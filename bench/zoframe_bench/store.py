@@ -3,7 +3,8 @@
 The model is :class:`zoframe_verify.study.RunStore`: one transaction per finished run, so a killed
 bench loses only the runs that were in flight, and a run already in the file is never repeated. The
 primary key is the task's :attr:`Task.key`, a hash of everything that changes the run (suite and its
-arguments, instance, solver and its parameters, seed, budget, recording, feasibility tolerance).
+arguments, instance, solver and its parameters, seed, budget, recording, feasibility tolerance, and the
+imperfections the problem's values go through, if any: :attr:`Task.transform`).
 
 Every column except ``seconds`` and ``created`` is a deterministic function of the task: the same
 bench gives the same rows serially, on a process pool and on a dask cluster.
@@ -66,9 +67,18 @@ class Task:
     history_every: int
     feasibility_tol: float
     verify: bool
+    #: the imperfections the problem's values go through (:mod:`zoframe.imperfect`, as plain data:
+    #: ``ImperfectProblem.imperfection``); empty for the clean problem. It is part of the key, so that runs
+    #: on transformed and on clean values are never mixed; a clean task's key is what it was before this field
+    transform: tuple[Mapping[str, Any], ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+        d = dataclasses.asdict(self)
+        if not d["transform"]:
+            del d["transform"]  # the key of a clean task does not depend on the field
+        else:
+            d["transform"] = [dict(t) for t in self.transform]
+        return json.dumps(d, sort_keys=True, default=str)
 
     @property
     def key(self) -> str:
@@ -79,7 +89,10 @@ class Task:
         d = json.loads(text)
         if not isinstance(d, dict):
             raise ValueError(f"a task is a JSON object, got {type(d).__name__}")
-        task = cls(**d)
+        transform = d.pop("transform", [])
+        if not isinstance(transform, list) or not all(isinstance(t, dict) for t in transform):
+            raise ValueError("the task's transform is not a list of JSON objects")
+        task = cls(**d, transform=tuple(transform))
         if not (isinstance(task.suite, str) and isinstance(task.instance, str) and isinstance(task.solver, str)
                 and isinstance(task.suite_args, dict) and isinstance(task.params, dict)
                 and all(isinstance(v, int) and not isinstance(v, bool)
