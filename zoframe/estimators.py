@@ -18,8 +18,15 @@ from typing import Any, ClassVar
 import warnings
 
 import numpy as np
+from numpy.typing import NDArray
 
-from zoframe.errors import EstimatorUnderflowWarning, InvalidParameterError, ShapeError
+from zoframe.errors import (
+    DivergedError,
+    EstimatorUnderflowWarning,
+    InvalidParameterError,
+    NonFiniteValueError,
+    ShapeError,
+)
 from zoframe.protocols import Array, BatchFunction
 from zoframe.specs import param
 
@@ -116,6 +123,30 @@ def _check_underflow(est: object, diffs: Array, base: Array, perturbed: Array, h
     )
 
 
+def _finite_rows(vals: Array, what: str) -> NDArray[np.bool_]:
+    """The rows of ``vals`` (base point first, then one per direction) whose values are all finite, as a
+    boolean mask over the directions; raises when the base point or every direction is non-finite.
+
+    A value that is not finite (the user's function returned NaN / inf, kept as ``+inf`` under
+    ``nonfinite="inf"``) is a failed trial: the direction is left out of the estimate, which averages
+    over the directions that remain (a point at the edge of a region where the function is undefined
+    still gets an estimate from the directions that point inside it). A non-finite value at the base point
+    itself ends the run as diverged (:class:`~zoframe.errors.DivergedError`): the iterate has walked into a
+    region where the function is undefined."""
+    ok: NDArray[np.bool_] = np.asarray(np.isfinite(vals).all(axis=1))
+    if not ok[0]:
+        raise DivergedError(
+            f"{what}: the function is not finite at the point itself, so no difference can be taken there; the "
+            "iterate lies in a region where the function is undefined"
+        )
+    if not ok[1:].any():
+        raise NonFiniteValueError(
+            f"{what}: every perturbed point of the estimate gave a non-finite value (the point is at the edge of a "
+            "region where the function is undefined, and the smoothing radius reaches into it); use a smaller mu"
+        )
+    return ok[1:]
+
+
 def _perturbed(x: Array, U: Array, h: float) -> Array:
     """The ``(q + 1, d)`` points of one random-direction estimate: ``x``, then ``x + h u_i`` for the rows
     ``u_i`` of ``U`` (one fresh matrix, the points of one oracle call)."""
@@ -166,10 +197,15 @@ class _RandomDirections:
         q, d = U.shape
         pts = _perturbed(x, U, h)
         vals = _call(fun, pts)  # ONE call, (q+1, b)
+        if not np.isfinite(vals[0]).all():  # before any difference (inf - inf): the point itself
+            _finite_rows(vals, type(self).__name__)
         diffs = (vals[1:] - vals[0]) * (1.0 / h)  # (q, b)
         if not np.count_nonzero(diffs):  # one C pass (cheaper than .any()): the common case ends here
             _check_underflow(self, diffs, x, pts[1:], h, float(np.abs(U).max()))
         b = vals.shape[1]
+        if not np.isfinite(diffs.sum()):  # a failed trial among the directions: left out (_finite_rows)
+            keep = _finite_rows(vals, type(self).__name__)
+            diffs, U, q = diffs[keep], U[keep], int(keep.sum())
         c = self.scale(d) / q
         grad: Array = (c / b) * (diffs.sum(axis=1) @ U)
         comp: Array | None = c * (diffs.T @ U) if per_component else None
@@ -206,11 +242,16 @@ class _RandomDirections:
         pts = _perturbed(x, U, h)
         tail = pts[1:]
         vals = evaluate(pts, idx)  # ONE call, (q+1, b), checked by the oracle
+        if not np.isfinite(vals[0]).all():  # before any difference (inf - inf): the point itself
+            _finite_rows(vals, type(self).__name__)
         diffs = vals[1:] - vals[0]
         diffs *= 1.0 / h
         sums = np.add.reduce(diffs, axis=1)
         if not sums[0] and not np.count_nonzero(diffs):
             _check_underflow(self, diffs, x, tail, h, float(np.abs(U).max()))
+        if not math.isfinite(float(np.add.reduce(sums))):  # a failed trial among the directions: left out
+            keep = _finite_rows(vals, type(self).__name__)
+            sums, U, q = sums[keep], U[keep], int(keep.sum())
         c = self.scale(d) / q
         grad: Array = (c / vals.shape[1]) * (sums @ U)
         return grad
@@ -233,13 +274,21 @@ class _RandomDirections:
         offsets = np.vstack([np.zeros((1, d)), h * U])  # (q+1, d)
         pts = (base[:, None, :] + offsets[None, :, :]).reshape(P * (self.q + 1), d)
         vals = _call(fun, pts).reshape(P, self.q + 1, -1)  # ONE call
+        if not np.isfinite(vals[:, 0, :]).all():  # before any difference (inf - inf): the points themselves
+            for p in range(P):
+                _finite_rows(vals[p], type(self).__name__)
         diffs = (vals[:, 1:, :] - vals[:, :1, :]) / h  # (P, q, b)
         if not np.count_nonzero(diffs):  # one C pass (cheaper than .any()): the common case ends here
             pts3 = pts.reshape(P, self.q + 1, d)
             _check_underflow(self, diffs, pts3[:, :1], pts3[:, 1:], h, float(np.abs(U).max()))
-        c = self.scale(d) / self.q
-        grad = c * np.einsum("pq,qd->pd", diffs.mean(axis=2), U)
-        comp = c * np.einsum("pqb,qd->pbd", diffs, U) if per_component else None
+        weights = np.full((P, self.q), 1.0 / self.q)
+        if not np.isfinite(diffs.sum()):  # failed trials: each base point averages over its finite directions
+            keep = np.array([_finite_rows(vals[p], type(self).__name__) for p in range(P)])  # P base points: small
+            weights = keep / keep.sum(axis=1, keepdims=True)
+            diffs = np.where(keep[:, :, None], diffs, 0.0)
+        c = self.scale(d)
+        grad = c * np.einsum("pq,qd->pd", diffs.mean(axis=2) * weights, U)
+        comp = c * np.einsum("pqb,qd->pbd", diffs * weights[:, :, None], U) if per_component else None
         values = vals[:, 0, :]
         calls = pts.shape[0] * vals.shape[2]
         if single:
@@ -311,7 +360,10 @@ class CoordinateEstimator:
         offsets = np.vstack([E, -E])  # (2d, d)
         pts = (base[:, None, :] + offsets[None, :, :]).reshape(P * 2 * d, d)
         vals = _call(fun, pts).reshape(P, 2 * d, -1)  # ONE call
-        comp = (vals[:, :d, :] - vals[:, d:, :]).transpose(0, 2, 1) / (2.0 * h)  # (P, b, d)
+        if np.isfinite(vals).all():
+            comp = (vals[:, :d, :] - vals[:, d:, :]).transpose(0, 2, 1) / (2.0 * h)  # (P, b, d)
+        else:  # a failed trial: the one-sided difference from the other side
+            comp = self._one_sided(fun, base, vals, h)
         if not np.count_nonzero(comp):
             _check_underflow(self, comp, base[:, None, :], pts.reshape(P, 2 * d, d), h, 1.0)
         grad = comp.mean(axis=1)
@@ -319,3 +371,28 @@ class CoordinateEstimator:
         if single:
             return Estimate(grad[0], comp[0] if per_component else None, None, calls)
         return Estimate(grad, comp if per_component else None, None, calls)
+
+    def _one_sided(self, fun: BatchFunction, base: Array, vals: Array, h: float) -> Array:
+        """The per-component differences ``(P, b, d)`` when a central difference met a non-finite value (a failed
+        trial): the forward or backward difference from the side that is finite, with the base values (one more
+        call, of the base points); raises when both sides, or the base point, are non-finite."""
+        d = base.shape[1]
+        f0 = _call(fun, base)  # (P, b): only in this rare case
+        if not np.isfinite(f0).all():
+            raise DivergedError(
+                f"{type(self).__name__}: the function is not finite at the point itself, so no difference can be "
+                "taken there; the iterate lies in a region where the function is undefined"
+            )
+        plus, minus = vals[:, :d, :], vals[:, d:, :]  # (P, d, b)
+        ok_p, ok_m = np.isfinite(plus), np.isfinite(minus)
+        fwd = (plus - f0[:, None, :]) / h
+        bwd = (f0[:, None, :] - minus) / h
+        if not (ok_p | ok_m).all():
+            raise NonFiniteValueError(
+                f"{type(self).__name__}: both points of a central difference gave non-finite values (the point is "
+                "at the edge of a region where the function is undefined); use a smaller mu"
+            )
+        with np.errstate(invalid="ignore"):  # the differences of the failed sides are not used
+            one = np.where(ok_p & ok_m, (plus - minus) / (2.0 * h), np.where(ok_p, fwd, bwd))
+        out: Array = one.transpose(0, 2, 1)
+        return out
