@@ -842,6 +842,14 @@ class _ScipySession(_Session):
             self.capped()
         elif isinstance(error, _PeerDiverged):
             self.finish(str(error), Status.DIVERGED)
+        elif isinstance(error, (ValueError, ArithmeticError, np.linalg.LinAlgError)) and not bool(np.isfinite(self.log()).all()):
+            # the library could not go on past the +inf values it was given (nonfinite="inf"): the run ends
+            # FAILED with the best point kept, never with the library's own error
+            self.finish(
+                f"the peer stopped: scipy's {self.method or 'method'} cannot continue past the non-finite values of "
+                f"the function at some points ({type(error).__name__}: {error})",
+                Status.FAILED,
+            )
         elif error is not None:
             self.finish(f"the peer failed: {error}", Status.FAILED)
             raise error
