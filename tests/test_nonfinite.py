@@ -43,8 +43,9 @@ def test_central_differences_turn_one_sided_at_the_wall() -> None:
     g = est.estimate(_wall, x, np.random.default_rng(0)).grad
     # coordinate 0: x + 0.1 e_0 is beyond the wall: the backward difference
     f0 = _wall(x[None, :])[0, 0]
-    back = (f0 - _wall((x - [0.1, 0.0])[None, :])[0, 0]) / 0.1
-    central = (_wall((x + [0.0, 0.1])[None, :])[0, 0] - _wall((x - [0.0, 0.1])[None, :])[0, 0]) / 0.2
+    e0, e1 = np.array([0.1, 0.0]), np.array([0.0, 0.1])
+    back = (f0 - _wall((x - e0)[None, :])[0, 0]) / 0.1
+    central = (_wall((x + e1)[None, :])[0, 0] - _wall((x - e1)[None, :])[0, 0]) / 0.2
     np.testing.assert_allclose(g, [back, central], rtol=1e-12)
 
 
