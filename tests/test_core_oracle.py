@@ -373,7 +373,7 @@ def test_an_empty_batch_is_no_user_call() -> None:
     o = CountingOracle(SmokeFiniteSum())
     assert o.objective(np.zeros((0, 4))).shape == (0, 8)
     assert o.snapshot() == {"calls": 0, "user_calls": 0, "calls_by_kind": {"objective": 0},
-                            "calls_by_purpose": {"estimate": 0}}
+                            "calls_by_purpose": {"estimate": 0}, "nonfinite_values": 0}
 
 
 def test_constraints_owned_gives_the_constraint_values_and_counts_without_a_copy() -> None:

@@ -53,7 +53,14 @@ import numpy as np
 from zoframe.driver import BuiltRun, IterationInfo, RngLike, RunFailedError, build_run
 from zoframe.errors import CheckpointError, InvalidInputError, NonFiniteValueError, ShapeError
 from zoframe.observers.checkpointing import solver_params
-from zoframe.oracle import DEFAULT_BLOCK_ROWS, CountingOracle, MonitorOracle, NonFinitePolicy, as_values
+from zoframe.oracle import (
+    DEFAULT_BLOCK_ROWS,
+    CountingOracle,
+    MonitorOracle,
+    NonFiniteOption,
+    NonFinitePolicy,
+    as_values,
+)
 from zoframe.problems import constrained_measures
 from zoframe.protocols import Array, ConvexSet, HasMeasures, IntArray, Penalty
 from zoframe.registry import Registry
@@ -377,7 +384,7 @@ class Run:
         callback: Callable[[IterationInfo], bool | None] | None = None,
         x0: Array | None = None,
         block_rows: int = DEFAULT_BLOCK_ROWS,
-        nonfinite: NonFinitePolicy = "raise",
+        nonfinite: NonFiniteOption = "auto",
         blas_threads: int | None = 1,
         feasibility_tol: float = 1e-3,
         estimator: Any = None,
@@ -393,7 +400,7 @@ class Run:
         for name, instead in _NOT_ASKTELL.items():
             if name in solver_kwargs:
                 raise InvalidInputError(f"{name}= is not available with ask/tell: {instead}")
-        self._channel = _Channel(nonfinite)
+        self._channel = _Channel("raise" if nonfinite == "raise" else "inf")  # "auto": set once the solver is known
         self._problem = _stand_in(problem, self._channel)
         self._unmonitored = isinstance(problem, ProblemShape) and not problem.monitor
         stored: dict[str, Any] | None = None
@@ -410,6 +417,7 @@ class Run:
         )
         loop = self._built.loop
         self._channel.oracle = loop.oracle
+        self._channel.nonfinite = loop.oracle.nonfinite  # the policy "auto" resolved to for this solver
         self._settings: dict[str, Any] = {
             "solver": loop.solver_name,
             "solver_params": solver_params(loop.solver),
@@ -429,7 +437,7 @@ class Run:
                     if _jsonable(stored.get(k)) != _jsonable(v)]
             if diff:
                 raise InvalidInputError(f"cannot resume {resume}: the run differs ({'; '.join(diff)})")
-            if nonfinite == "raise" and not all(np.isfinite(v).all() for _, v in replay):
+            if loop.oracle.nonfinite == "raise" and not all(np.isfinite(v).all() for _, v in replay):
                 raise CheckpointError(
                     f"ask/tell checkpoint {resume} holds non-finite values, which a run with nonfinite='raise' "
                     "never accepts: the file is damaged"

@@ -35,7 +35,14 @@ from zoframe.observers import (
 )
 from zoframe.observers.checkpointing import check_resume, restore
 from zoframe.observers.checkpointing import solver_params as params_of
-from zoframe.oracle import DEFAULT_BLOCK_ROWS, CountingOracle, MonitorOracle, NonFinitePolicy, problem_kind
+from zoframe.oracle import (
+    DEFAULT_BLOCK_ROWS,
+    CountingOracle,
+    MonitorOracle,
+    NonFiniteOption,
+    problem_kind,
+    resolve_nonfinite,
+)
 from zoframe.protocols import Array, Estimator, HasMeasures
 from zoframe.registry import Registry, default_registry
 from zoframe.result import Result
@@ -267,7 +274,7 @@ def build_run(
     executor: Executor | None = None,
     chunks: int | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS,
-    nonfinite: NonFinitePolicy = "raise",
+    nonfinite: NonFiniteOption = "auto",
     blas_threads: int | None = 1,
     checkpoint: str | os.PathLike[str] | None = None,
     checkpoint_every: int | None = None,
@@ -324,9 +331,9 @@ def build_run(
     if checkpoint_every is not None and checkpoint is None:
         raise InvalidInputError("checkpoint_every needs a checkpoint path")
     config = params_of(solv)
-
+    policy = resolve_nonfinite(nonfinite, solv)
     oracle = CountingOracle(
-        problem, max_calls=max_calls, nonfinite=nonfinite, executor=executor, chunks=chunks, block_rows=block_rows
+        problem, max_calls=max_calls, nonfinite=policy, executor=executor, chunks=chunks, block_rows=block_rows
     )
     adapt = getattr(solv, "adapt", None)
     if callable(adapt):
@@ -385,14 +392,14 @@ def build_run(
         and max_iter is None
         and max_time is None
         and checkpoint is None
-        and nonfinite != "inf"  # the iterate is tested after every step
+        and policy != "inf"  # the iterate is tested after every step
         and not any(getattr(o, "per_step", True) for o in observers)
     ):
         solv = unobserved_steps()  # nothing reads the run between two steps
     loop = RunLoop(
         solv, oracle, start, gen, solver_name=solver_name, seed=seed, max_iter=max_iter, max_calls=max_calls,
         max_time=max_time, observers=observers, state=state, nit=nit, seconds=seconds,
-        check_every_step=nonfinite == "inf", notes=notes, feasibility_tol=feasibility_tol,
+        check_every_step=policy == "inf", notes=notes, feasibility_tol=feasibility_tol,
         certificate=bool(certificate), certify_tol=float(certify_tol),
     )
     return BuiltRun(loop, trace, best, blas_threads)
@@ -415,7 +422,7 @@ def minimize(
     executor: Executor | None = None,
     chunks: int | None = None,
     block_rows: int = DEFAULT_BLOCK_ROWS,
-    nonfinite: NonFinitePolicy = "raise",
+    nonfinite: NonFiniteOption = "auto",
     blas_threads: int | None = 1,
     checkpoint: str | os.PathLike[str] | None = None,
     checkpoint_every: int | None = None,
@@ -473,9 +480,15 @@ def minimize(
         rows per call of a user function (default 256): every batch is split into these blocks,
         serially and in parallel alike, so results are bit-identical with or without an executor.
     nonfinite:
-        ``"raise"`` (default) or ``"inf"``: what to do when a user function returns NaN/inf. With
-        ``"inf"`` the iterate is checked after every step: a non-finite iterate ends the run with
-        status ``DIVERGED`` (``x_best`` keeps the last finite best point).
+        what to do when a user function returns NaN or inf. ``"raise"``: the run stops with a
+        :class:`~zoframe.errors.NonFiniteValueError` that names the function and the point. ``"inf"``:
+        the value counts as ``+inf``, a failed trial: a line search shortens its step, an estimator
+        leaves that direction out, a peer gets ``+inf``; the iterate is checked after every step (a
+        non-finite iterate, or one where the function itself is not finite, ends the run with status
+        ``DIVERGED``; ``x_best`` keeps the last finite best point), and ``Result.notes`` counts the
+        failed values. ``"auto"`` (default): ``"inf"`` for the solvers that step back from a failed
+        trial (``steps="auto"`` of every family, the peers), ``"raise"`` for fixed steps
+        (``steps="paper"``), which cannot (``solver.nonfinite_policy()``).
     blas_threads:
         limit BLAS threads during the run (default 1: small products are much faster single
         threaded); ``None`` leaves the library default.

@@ -76,8 +76,28 @@ from zoframe.protocols import (
 )
 
 NonFinitePolicy = Literal["raise", "inf"]
+#: what ``minimize`` / ``Run`` take: a policy, or ``"auto"`` (the solver's own: :func:`resolve_nonfinite`)
+NonFiniteOption = Literal["auto", "raise", "inf"]
 
-__all__ = ["DEFAULT_BLOCK_ROWS", "CountingOracle", "MonitorOracle", "as_values", "checked_values", "problem_kind"]
+
+def resolve_nonfinite(option: Any, solver: Any) -> NonFinitePolicy:
+    """The oracle's policy for a run: ``"raise"`` or ``"inf"`` as given; ``"auto"``: ``"inf"`` for a solver whose
+    ``nonfinite_policy()`` says it steps back from a failed trial point (line searches, the peers), else
+    ``"raise"`` (fixed steps, which cannot)."""
+    if option == "auto":
+        fn = getattr(solver, "nonfinite_policy", None)
+        return "inf" if callable(fn) and fn() == "inf" else "raise"
+    if option in ("raise", "inf"):
+        return "raise" if option == "raise" else "inf"
+    raise InvalidInputError(
+        f"nonfinite must be 'auto', 'raise' or 'inf' (what to do when a function returns NaN or inf), got {option!r}"
+    )
+
+
+__all__ = [
+    "DEFAULT_BLOCK_ROWS", "CountingOracle", "MonitorOracle", "NonFiniteOption", "NonFinitePolicy", "as_values",
+    "checked_values", "problem_kind", "resolve_nonfinite",
+]
 
 #: Rows per user-function call (see :class:`CountingOracle`, ``block_rows``).
 DEFAULT_BLOCK_ROWS = 256
@@ -388,6 +408,8 @@ class CountingOracle:
         self._hot: tuple[str, str] = ("", "")
         self._hot_count = 0
         self.seconds = 0.0
+        #: values that were NaN or inf and became +inf (``nonfinite="inf"``): the failed trials of the run
+        self.nonfinite_values = 0
         # ---- structure a solver may read (never function values) ----
         self.dim: int = int(problem.dim)
         self.n: int = int(getattr(problem, "n", 1))
@@ -958,7 +980,9 @@ class CountingOracle:
 
     def _nonfinite(self, out: Array, arrays: tuple[Array, ...], ids: IntArray, kind: str) -> Array:
         if self.nonfinite == "inf":
-            out[~np.isfinite(out)] = np.inf
+            bad = ~np.isfinite(out)
+            self.nonfinite_values += int(bad.sum())
+            out[bad] = np.inf
             return out
         r, s = (int(v) for v in np.argwhere(~np.isfinite(out))[0])
         point = ", ".join(np.array2string(a[r], precision=6, threshold=8) for a in arrays)
@@ -974,6 +998,7 @@ class CountingOracle:
             "user_calls": self.user_calls,
             "calls_by_kind": dict(self.calls_by_kind),
             "calls_by_purpose": dict(self.calls_by_purpose),
+            "nonfinite_values": self.nonfinite_values,
         }
 
     def restore(self, counters: Mapping[str, Any]) -> None:
@@ -982,6 +1007,7 @@ class CountingOracle:
         self.user_calls = int(counters.get("user_calls", 0))  # absent from checkpoints of older versions
         self.calls_by_kind = Counter({str(k): int(v) for k, v in counters["calls_by_kind"].items()})
         self.calls_by_purpose = Counter({str(k): int(v) for k, v in counters["calls_by_purpose"].items()})
+        self.nonfinite_values = int(counters.get("nonfinite_values", 0))
 
 
 class MonitorOracle:

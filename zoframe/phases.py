@@ -222,6 +222,10 @@ class PhasedSolver(SolverBase):
             extras["y"] = tuple(np.array(v, dtype=np.float64, copy=True) for v in oracle.y0)
         return Carry(np.array(x0, dtype=np.float64, copy=True), extras, "the starting point")
 
+    def nonfinite_policy(self) -> str:
+        """``"inf"`` (a failed trial point shortens a step) unless the solver runs the papers' fixed steps."""
+        return "raise" if getattr(self, "steps", "auto") == "paper" else "inf"
+
     @property
     def runaway(self) -> Runaway:
         return Runaway(float(getattr(self, "divergence_limit", 1e8)))

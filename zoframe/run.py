@@ -335,7 +335,9 @@ class RunLoop:
                 success, message = False, f"{message}; {cert.message}"
         if self.notes:
             message = f"{message} [{'; '.join(self.notes)}]"
-        notes = (*self.notes, *self.solver_notes())  # the solver's (phases, their cost) in the notes, not the message
+        failed = int(getattr(self.oracle, "nonfinite_values", 0))
+        extra = (f"{failed} function value(s) were NaN or inf: failed trials, counted as +inf (nonfinite='inf')",) if failed else ()
+        notes = (*self.notes, *self.solver_notes(), *extra)  # the solver's (phases, their cost) in the notes, not the message
         x_best = final_x if best is None else best.x
         fun_best = fun if best is None else best.fun
         return Result(

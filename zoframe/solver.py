@@ -50,6 +50,12 @@ class SolverBase:
     #: ``minimize`` refuses such a problem for the others
     handles_equalities: ClassVar[bool] = False
 
+    def nonfinite_policy(self) -> str:
+        """What ``nonfinite="auto"`` (the default of ``minimize``) means for this solver: ``"inf"`` when it steps
+        back from a trial point whose value is NaN / inf (a line search shortens its step), ``"raise"`` when it
+        cannot (fixed steps: the run stops with the point and the function named)."""
+        return "raise"
+
     def outputs(self, state: Any) -> Mapping[str, Array]:
         return {"x": state.x}
 

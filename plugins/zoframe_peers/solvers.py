@@ -506,6 +506,11 @@ class _PeerBase(SolverBase):
                 "as constraints of a constrained problem"
             )
 
+    def nonfinite_policy(self) -> str:
+        """``"inf"``: a peer gets ``+inf`` at a failed point (its library steps back, or the run ends with the
+        best point kept)."""
+        return "inf"
+
     def terminate(self, state: PeerState) -> str | None:
         if state.done:
             return StopReason(state.message, Status(state.status))
