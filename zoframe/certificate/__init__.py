@@ -18,13 +18,19 @@ finite-sum (optionally over a ``feasible_set``) and constrained problems
       same ``2 d + 1`` points give the per-component gradients of a finite sum for free.
     * for constrained problems, ONE value-only pass over all ``m`` constraints in blocks
       (:func:`zoframe.measures.max_violation_full`, memory bounded whatever ``m``): the max
-      violation and the ``active_cap`` largest values; the gradients of those candidates by central
-      differences at the same points (one batched call per chunk of coordinates); the nearly active set is the candidates
+      violation and the ``active_cap`` largest values (the candidates); their gradients by central
+      differences at the same points, in blocks of ``B = max(64, min(8 d, 1024))``, ``2 B``, ``4 B``, ... candidates, closest
+      to active first (one batched call per chunk of coordinates); the nearly active set is the candidates
       at distance ``-g_j / |grad g_j| <= band * s`` (``band = 10 tol``), plus the bounds of a box
-      ``feasible_set`` within the same distance (exact rows ``+-e_i``). When the ``active_cap + 1``-th
-      largest value is still within the band (estimated with the largest candidate gradient), the
-      cap *binds*: the certificate says so (``cap_hit``) and uses the ``active_cap`` closest by value.
-    * multipliers ``l >= 0`` by non-negative least squares with complementarity rows::
+      ``feasible_set`` within the same distance (exact rows ``+-e_i``). After each block the multipliers
+      are fitted over every nearly active row so far; the blocks stop once the fit passes or a block's
+      least active candidate lies beyond the band, so a degenerate optimum (thousands of active
+      constraints, more than variables: the multipliers live on a subset that spans the gradient) is
+      certified from as many rows as it needs. When the ``active_cap + 1``-th largest value is still
+      within the band (estimated with the largest candidate gradient), the cap *binds*: the
+      certificate says so (``cap_hit``).
+    * multipliers ``l >= 0`` by non-negative least squares with complementarity rows (scipy's NNLS up to
+      one block of rows; beyond, Lawson & Hanson's active-set method on the rows' structure)::
 
           r^2 = min_{l >= 0} |grad f + J^T l|^2 + sum_j (l_j g_j / s)^2
 
@@ -173,8 +179,11 @@ def certify(
     ``outputs``: the run's report of its final iterate (``y`` of a minimax run, ``y0``, ``y1``, ...
     and ``lam`` of a composite run). ``tol``: the tolerance on the relative residual (default
     :data:`DEFAULT_TOL`). ``feasibility_tol``: the largest max violation accepted (absolute).
-    ``active_cap``: the most nearly active constraints used (default ``max(64, min(8 d, 1024))``,
-    which bounds the multiplier fit's matrix); when it binds, :attr:`Certificate.cap_hit` says so.
+    ``active_cap``: the most nearly active constraints looked at (default ``max(1024, 2^24 / d)``, the rows
+    of a 128 MB multiplier fit:
+    the candidates of the full pass, whose gradients are taken a block at a time, closest to active first,
+    until the multiplier fit passes or the candidates leave the band); when it binds,
+    :attr:`Certificate.cap_hit` says so.
     ``probes``: directions of the second-order test (``0``: none). ``budgeted``: charge the evaluations to the oracle's budget (a solver certifying
     inside a step; :class:`~zoframe.errors.BudgetExhausted` may then propagate) instead of counting
     them outside it. The evaluations are counted under the purpose ``"certify"`` either way.
@@ -210,7 +219,7 @@ def certify(
     if not np.isfinite(xv).all():
         return Certificate(False, kind, math.inf, tol, math.nan, None, 0, False, None, 0, "the point is not finite")
     ev = Evals(oracle, bool(budgeted))
-    cap = int(active_cap) if active_cap is not None else max(64, min(8 * oracle.dim, 1024))
+    cap = int(active_cap) if active_cap is not None else max(1024, (1 << 24) // oracle.dim)
     try:
         if oracle.kind == "minimax":
             parts = _minimax(ev, xv, outputs, tol)

@@ -25,6 +25,78 @@ PROBE_STEP = 1e-3
 #: relative negative curvature along the tangent space that refuses a certificate
 CURVATURE_TOL = 1e-2
 
+def _block_rows(d: int) -> int:
+    """Candidates whose gradients are taken at once (and the largest fit solved as one dense NNLS)."""
+    return max(64, min(8 * d, 1024))
+
+
+class _Fit:
+    """The multiplier fit of the KKT test, grown a block of rows at a time::
+
+        r^2 = min_{u >= 0} |grad f + A u|^2 + (w^T u)^2
+
+    ``A``'s columns: the nearly active rows (bounds, constraints) in the order they were added, then
+    ``+grad h_l`` and ``-grad h_l`` of the equality constraints (``mu_l = u_l+ - u_l-``); ``w >= 0``: the
+    complementarity weights (``|g_j| / length_j``, ``|h_l| / s``), so that ``w^T u`` is the complementarity
+    gap ``sum_j l_j |g_j|`` relative to the point's scale (for a convex problem, the duality gap of the
+    multipliers). One non-negative least-squares problem of ``d + 1`` rows, whatever the number of columns:
+    its solution needs at most ``d + 1`` of them (a subset that spans the gradient), so thousands of nearly
+    active constraints (a degenerate optimum) cost no more than the rows they bring. The gap is a sum, not
+    a sum of squares: splitting a multiplier over many nearly active copies of a constraint does not make
+    it smaller."""
+
+    def __init__(self, grad: Array, Jh: Array, hweight: Array) -> None:
+        self.g = grad
+        self.blocks: list[Array] = []
+        self.weights: list[Array] = []
+        self.Jh, self.hw = Jh, np.abs(hweight)
+        self._u: Array | None = None
+
+    @property
+    def columns(self) -> int:
+        return int(sum(b.shape[0] for b in self.blocks)) + 2 * int(self.Jh.shape[0])
+
+    def add(self, G: Array, weight: Array) -> None:
+        if G.shape[0]:
+            self.blocks.append(np.asarray(G, dtype=np.float64))
+            self.weights.append(np.abs(np.asarray(weight, dtype=np.float64)))
+            self._u = None
+
+    def _matrices(self) -> tuple[Array, Array]:
+        d = self.g.shape[0]
+        if not self.columns:
+            return np.zeros((d, 0)), np.zeros(0)
+        A = np.vstack([*self.blocks, self.Jh, -self.Jh]).T
+        w = np.concatenate([*self.weights, self.hw, self.hw])
+        return A, w
+
+    def solve(self) -> Array:
+        if self._u is None:
+            from scipy.optimize import nnls  # imported on use (scipy.optimize is slow to import)
+
+            A, w = self._matrices()
+            M = np.vstack([A, w[None, :]])
+            rhs = np.concatenate([-self.g, [0.0]])
+            self._u = nnls(M, rhs, maxiter=50 * max(M.shape))[0]
+        return self._u
+
+    def gradient_residual(self, u: Array) -> Array:
+        A, _ = self._matrices()
+        out: Array = self.g + A @ u
+        return out
+
+    def residual(self) -> float:
+        u = self.solve()
+        A, w = self._matrices()
+        v = self.g + A @ u
+        return float(np.sqrt(v @ v + float(w @ u) ** 2))
+
+    def force(self, u: Array) -> Array:
+        A, _ = self._matrices()
+        out: Array = np.abs(A) @ u
+        return out
+
+
 def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int) -> dict[str, Any]:
     oracle = ev.oracle
     d = x.shape[0]
@@ -57,51 +129,63 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
                 lengths.append(float(blen[i]))
     elif fs is not None:
         viol = float(np.abs(x - np.asarray(fs.project(x), dtype=np.float64)).max())
+    Jh, hx = _equalities_at(ev, x, D)  # (m_eq, d), (m_eq,): always active, multipliers of free sign
+    if hx.shape[0]:
+        viol = max(float(viol or 0.0), float(np.abs(hx).max()))
+    fit = _Fit(obj.grad, Jh, hx / s)
+    for row, val, length in zip(rows, vals, lengths):  # the bounds near x
+        fit.add(row[None, :], np.array([val / length]))
+    n_cand = 0
     if oracle.kind == "constrained":
         fp = ev.full_pass(x, cap + 1, feas_tol)  # the one pass over all m constraints
         viol = max(float(viol or 0.0), float(fp.max_violation))
         cand = np.asarray(fp.top_indices[:cap], dtype=np.intp)
         cvals = np.asarray(fp.top_values[:cap], dtype=np.float64)
-        if cand.shape[0]:
-            Gc = np.empty((cand.shape[0], d))
-            for lo_i, hi_i in D.chunks(cand.shape[0]):  # one batched call per chunk of coordinates
-                C = ev.constraints(D.points(lo_i, hi_i), cand)  # (2k, K)
+        # the candidates a block at a time, closest to active first: their gradients, the nearly active rows, and
+        # the multiplier fit over every row so far; stop once the fit passes, or at the first block whose least
+        # active candidate lies beyond the band (the candidates further down are further away)
+        gn_max, out_of_band = 0.0, False
+        lo_c, size = 0, _block_rows(d)
+        while lo_c < cand.shape[0]:
+            hi_c = min(cand.shape[0], lo_c + size)
+            lo_c, size = hi_c, 2 * size  # blocks of B, 2 B, 4 B, ...: a few fits, however many rows it takes
+            ids_b, vals_b = cand[n_cand:hi_c], cvals[n_cand:hi_c]
+            Gc = np.empty((ids_b.shape[0], d))
+            for lo_i, hi_i in D.chunks(ids_b.shape[0]):  # one batched call per chunk of coordinates
+                C = ev.constraints(D.points(lo_i, hi_i), ids_b)  # (2k, K)
                 k = hi_i - lo_i
-                Gc[:, lo_i:hi_i] = _derivatives(cvals, C[:k], C[k:], D.a[lo_i:hi_i], D.b[lo_i:hi_i])[0].T
+                Gc[:, lo_i:hi_i] = _derivatives(vals_b, C[:k], C[k:], D.a[lo_i:hi_i], D.b[lo_i:hi_i])[0].T
+            n_cand = hi_c
             gn = np.linalg.norm(Gc, axis=1)
-            dist = np.where(cvals >= 0, 0.0, -cvals / np.maximum(gn, 1e-300))
+            gn_max = max(gn_max, float(gn.max(initial=0.0)))
+            dist = np.where(vals_b >= 0, 0.0, -vals_b / np.maximum(gn, 1e-300))
             near = np.flatnonzero(dist <= band)
             # a constraint's length scale: the coordinates' scales weighted by its normal (s without a
             # narrow box), so that a constraint at a distance comparable to a narrow box is not active
             clen = np.linalg.norm(Gc * blen, axis=1) / np.maximum(gn, 1e-300)
+            clen = np.where(gn > 0, clen, s)
             for j in near:
                 rows.append(Gc[j])
-                vals.append(float(cvals[j]))
-                ids.append(int(cand[j]))
-                lengths.append(float(clen[j]) if gn[j] > 0 else s)
-            if fp.top_indices.shape[0] > cap and near.shape[0] == cand.shape[0]:
-                nxt = float(fp.top_values[cap])  # the largest value left out
-                cap_hit = nxt >= 0 or -nxt / max(float(gn.max()), 1e-300) <= band
+                vals.append(float(vals_b[j]))
+                ids.append(int(ids_b[j]))
+                lengths.append(float(clen[j]))
+            fit.add(Gc[near], vals_b[near] / clen[near])
+            least = float(vals_b[-1])
+            out_of_band = least < 0 and -least / max(gn_max, 1e-300) > band
+            if out_of_band or _ratio(fit.residual(), ref) <= tol:
+                break
+        if not out_of_band and n_cand == cand.shape[0] and fp.top_indices.shape[0] > cap:
+            nxt = float(fp.top_values[cap])  # the largest value left out
+            cap_hit = nxt >= 0 or -nxt / max(gn_max, 1e-300) <= band
     J = np.asarray(rows, dtype=np.float64).reshape(len(rows), d)
     g_act = np.asarray(vals, dtype=np.float64)
-    Jh, hx = _equalities_at(ev, x, D)  # (m_eq, d), (m_eq,): always active, multipliers of free sign
-    if hx.shape[0]:
-        viol = max(float(viol or 0.0), float(np.abs(hx).max()))
     lam = np.zeros(len(rows))
-    ncol = len(rows) + 2 * hx.shape[0]
-    if ncol:
-        from scipy.optimize import nnls  # imported on use (scipy.optimize is slow to import)
-
-        # the columns: the nearly active rows, then +grad h_l and -grad h_l (mu_l = u_l+ - u_l-)
-        Jall = np.vstack([J, Jh, -Jh])
-        comp = np.concatenate([g_act / np.asarray(lengths, dtype=np.float64).reshape(-1), hx / s, -hx / s])
-        M = np.vstack([Jall.T, np.diag(comp)])
-        rhs = np.concatenate([-obj.grad, np.zeros(ncol)])
-        u, _ = nnls(M, rhs, maxiter=50 * max(M.shape))
+    if fit.columns:
+        u = fit.solve()
         lam = u[: len(rows)]
-        resid_vec = obj.grad + Jall.T @ u
-        r = float(np.sqrt(resid_vec @ resid_vec + float(np.sum((u * comp) ** 2))))
-        force = np.abs(Jall.T) @ u
+        resid_vec = fit.gradient_residual(u)
+        r = fit.residual()
+        force = fit.force(u)
     else:
         resid_vec = obj.grad
         r = float(np.linalg.norm(obj.grad))
