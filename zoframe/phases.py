@@ -274,7 +274,12 @@ class PhasedSolver(SolverBase):
             PhaseEnd(End.DIVERGED, f"diverged at iteration {t} in the {phase.name}: {why}") if why is not None
             else phase.end(oracle, inner)
         )  # fmt: skip
-        new = dataclasses.replace(state, x=inner.x, inner=inner, t=t, f_start=f_start)
+        # dataclasses.replace(state, x=..., inner=..., t=..., f_start=...) by copying the fields: the frozen
+        # dataclass's __init__ costs several microseconds, on every step of every phased solver
+        new = object.__new__(type(state))
+        fields = new.__dict__
+        fields.update(state.__dict__)
+        fields.update(x=inner.x, inner=inner, t=t, f_start=f_start)
         if end is None:
             return new
         return self._ended(oracle, new, phases, end, rng)
