@@ -25,7 +25,7 @@ The runs (both solvers each, unless said):
   advances one second per step (``zoframe.run._now`` replaced for the run), so that where it stops does not
   depend on the machine's speed;
 * ``paper-restore-*``: ``steps="paper"`` with ``restore_after`` and ``restore_every`` (the restoration phase
-  after the penalty steps, feasible snapshots);
+  after the penalty steps, feasible snapshots); ``paper-diverged-dszog``: a step too large (``DIVERGED``);
 * ``checkpoint-*``: a run stopped at an iteration of each phase with a checkpoint, resumed to the end; the
   resumed Result must be the straight run's (checked here: ``resumed_equal``), and its digest is compared
   across versions;
@@ -278,8 +278,10 @@ def other_cases() -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
 
         yield f"max-time-{solver}", timed
         yield f"paper-restore-{solver}", lambda s=solver: run(
-            Polytope(1, d=10, m=2000).problem(), s, rng=0, max_iter=400, steps="paper", eta_w=0.05, beta=10.0,
-            restore_after=300, restore_every=100, violation_tol=1e-6)  # fmt: skip
+            Polytope(1, d=10, m=2000).problem(), s, rng=0, max_iter=400, steps="paper",
+            eta_w=0.002 if s == "dszog" else 0.05, beta=1.0 if s == "dszog" else 10.0, restore_after=300, restore_every=100, violation_tol=1e-6)  # fmt: skip
+    yield "paper-diverged-dszog", lambda: run(
+        Polytope(1, d=10, m=2000).problem(), "dszog", rng=0, max_iter=400, steps="paper", eta_w=0.05, beta=10.0)
     tp = HS["hs106"]()
     yield "handback", lambda: run(tp.problem(), "dszog", rng=1, max_calls=2000 * len(tp.x0) * (1 + tp.m), record_every=0)
     for solver in SOLVERS:
@@ -300,7 +302,8 @@ def checkpointed(solver: str) -> dict[str, Any]:
     straight = zoframe.minimize(prob, solver, rng=0, **kw)
     phases = np.asarray(straight.trace["phase"])
     iters = np.asarray(straight.trace["iteration"])
-    stops = sorted({int(iters[np.flatnonzero(phases == code)[0]]) for code in np.unique(phases)} | {5})
+    firsts = {int(iters[np.flatnonzero(phases == code)[0]]) for code in np.unique(phases)}  # each phase's first record
+    stops = sorted({k for k in firsts | {k + 1 for k in firsts} | {5} if 1 <= k < straight.nit})
     out: dict[str, Any] = {"stops": stops, "resumed_equal": []}
     h = hashlib.sha256()
     with tempfile.TemporaryDirectory() as tmp:
