@@ -24,6 +24,9 @@ The runs (both solvers each, unless said):
 * ``max-calls-*``: runs stopped by ``max_calls``; ``max-time-*``: stopped by ``max_time`` under a clock that
   advances one second per step (``zoframe.run._now`` replaced for the run), so that where it stops does not
   depend on the machine's speed;
+* ``blowup-*``: ``steps="auto"`` on a problem whose penalised value is unbounded below outside the feasible set:
+  from a feasible start the blow-up guard restarts the precision phase from the best feasible sample, from an
+  infeasible one the run ends ``DIVERGED``;
 * ``paper-restore-*``: ``steps="paper"`` with ``restore_after`` and ``restore_every`` (the restoration phase
   after the penalty steps, feasible snapshots); ``paper-diverged-dszog``: a step too large (``DIVERGED``);
 * ``checkpoint-*``: a run stopped at an iteration of each phase with a checkpoint, resumed to the end; the
@@ -94,6 +97,21 @@ def _projection(X: np.ndarray) -> np.ndarray:
 def _linear(X: np.ndarray) -> np.ndarray:
     out: np.ndarray = X.sum(axis=1)
     return out
+
+
+def _cubic(X: np.ndarray) -> np.ndarray:
+    out: np.ndarray = -(X[:, 0] ** 3) + X[:, 1] ** 2
+    return out
+
+
+def _two_bounds(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.stack([X[:, 0] - 1.0, X[:, 1] - 5.0], axis=1)[:, idx]
+    return out
+
+
+def blowup_problem(x0: tuple[float, float]) -> zoframe.Constrained:
+    """min -x0^3 + x1^2 s.t. x0 <= 1, x1 <= 5: the penalised value is unbounded below outside the feasible set."""
+    return zoframe.Constrained(_cubic, _two_bounds, m=2, x0=np.array(x0))
 
 
 def equality_problems() -> dict[str, Any]:
@@ -280,6 +298,9 @@ def other_cases() -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
         yield f"paper-restore-{solver}", lambda s=solver: run(
             Polytope(1, d=10, m=2000).problem(), s, rng=0, max_iter=400, steps="paper",
             eta_w=0.002 if s == "dszog" else 0.05, beta=1.0 if s == "dszog" else 10.0, restore_after=300, restore_every=100, violation_tol=1e-6)  # fmt: skip
+        for tag, start in (("feasible", (0.0, 0.0)), ("infeasible", (3.0, 0.0))):
+            yield f"blowup-{tag}-{solver}", lambda s=solver, x0=start: run(
+                blowup_problem(x0), s, rng=0, max_calls=200_000, small_problem=0, record_every=1)  # fmt: skip
     yield "paper-diverged-dszog", lambda: run(
         Polytope(1, d=10, m=2000).problem(), "dszog", rng=0, max_iter=400, steps="paper", eta_w=0.05, beta=10.0)
     tp = HS["hs106"]()
