@@ -64,6 +64,7 @@ from zoframe import oracle as oracle_mod
 from zoframe.errors import DataNotFoundError
 from zoframe.oracle import CountingOracle
 from zoframe_constrained import _kernels
+from zoframe_constrained import penalty as penalty_mod
 from zoframe_constrained import simplex as simplex_mod
 from zoframe_constrained import solvers as solvers_mod
 from zoframe_constrained.problems import PairwiseProblem, pairwise
@@ -152,6 +153,21 @@ PARTS: list[tuple[Any, str, str]] = [
     (ADSZOG, "_state", "p_update"),
     (solvers_mod, "_finite", "checks"),
     (solvers_mod, "_diverged", "checks"),
+    # the same parts where the phased solvers keep them (the penalty phase, zoframe_constrained.penalty)
+    (penalty_mod.PenaltyPhase, "batches", "sample_M1_M3"),
+    (penalty_mod.DSZOGPenalty, "sample_p", "sample_M2"),
+    (penalty_mod, "pz_sample", "sample_M2"),
+    (penalty_mod.PenaltyPhase, "G_L", "estimate"),
+    (penalty_mod.PenaltyPhase, "_estimate", "estimate"),
+    (penalty_mod.PenaltyPhase, "H", "H"),
+    (penalty_mod.PenaltyPhase, "_H", "H"),
+    (penalty_mod.DSZOGPenalty, "ascend", "p_update"),
+    (penalty_mod, "pz_project_average", "p_update"),
+    (penalty_mod, "pz_ema", "p_update"),
+    (penalty_mod, "pz_flush", "p_update"),
+    (penalty_mod.ADSZOGPenalty, "_state", "p_update"),
+    (penalty_mod, "_finite", "checks"),
+    (penalty_mod, "_diverged", "checks"),
     (CountingOracle, "objective", "oracle"),
     (CountingOracle, "constraints", "oracle"),
     (CountingOracle, "_evaluate", "oracle"),

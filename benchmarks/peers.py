@@ -172,8 +172,9 @@ def run_zoframe(
     def callback(info: zoframe.IterationInfo) -> bool:
         tracker.overhead = 0.0  # zoframe's own clock (info.seconds) already excludes the monitoring
         tracker.t0 = time.perf_counter() - info.seconds
-        snap = getattr(info.state, "x_feasible", None)
-        if snap is not None and getattr(info.state, "feasible_t", -1) == info.iteration:
+        state = getattr(info.state, "inner", info.state)  # a phased solver: the running phase's state
+        snap = getattr(state, "x_feasible", None)
+        if snap is not None and getattr(state, "feasible_t", -1) == info.iteration:
             tracker.check(snap)  # a new feasible snapshot (restore_every)
         if info.iteration % check_every == 0:
             tracker.check(info.x)

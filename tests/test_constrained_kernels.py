@@ -147,7 +147,7 @@ def test_sparse_moving_average_without_gains_keeps_the_support() -> None:
 
 
 def test_members_is_isin() -> None:
-    from zoframe_constrained.solvers import _members
+    from zoframe_constrained.restoration import _members
 
     rng = np.random.default_rng(7)
     for n_pool in (0, 1, 2, 17, 60):

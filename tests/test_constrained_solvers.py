@@ -141,7 +141,7 @@ def test_grad_p_estimator_is_unbiased() -> None:
     samples = np.empty((draws, m))
     for k in range(draws):
         M3 = rng.choice(m, size=solver.M3, replace=False)
-        h = solver.H(oracle, w, M3)
+        h = solver.phases(oracle)[0].H(oracle, w, M3)
         dense = -h.lam * p
         np.add.at(dense, h.idx, h.gain)
         samples[k] = dense
@@ -170,7 +170,7 @@ def test_dense_and_sparse_p_give_the_same_iterates(
         def cb(info: zoframe.IterationInfo) -> None:
             xs.append(np.array(info.x))  # noqa: B023
             if form == "sparse":  # noqa: B023
-                supports.append(-1 if info.state.p_support is None else len(info.state.p_support))
+                supports.append(-1 if info.state.inner.p_support is None else len(info.state.inner.p_support))
 
         r = minimize(
             prob, name, rng=7, max_iter=400, M1=16, M2=16, M3=32, p_form=form, record_every=0, callback=cb, **params
@@ -525,14 +525,15 @@ def test_restoration_rows_per_round_default_to_m_over_dim_within_4_and_16_dim() 
     """The rows of a round: ``restore_batch`` when given, else ``m / dim`` clipped to ``[4 dim, 16 dim]``."""
     from types import SimpleNamespace
 
+    from zoframe_constrained.restoration import row_budget
     from zoframe_constrained.solvers import ADSZOG, DSZOG
 
     for cls in (DSZOG, ADSZOG):
-        budget = cls().row_budget
-        assert budget(SimpleNamespace(dim=10, m=50)) == 40  # type: ignore[arg-type]
-        assert budget(SimpleNamespace(dim=10, m=1_000)) == 100  # type: ignore[arg-type]
-        assert budget(SimpleNamespace(dim=10, m=10**6)) == 160  # type: ignore[arg-type]
-        assert cls(restore_batch=7).row_budget(SimpleNamespace(dim=10, m=10**6)) == 7  # type: ignore[arg-type]
+        settings = cls().restore_settings()
+        assert row_budget(SimpleNamespace(dim=10, m=50), settings) == 40  # type: ignore[arg-type]
+        assert row_budget(SimpleNamespace(dim=10, m=1_000), settings) == 100  # type: ignore[arg-type]
+        assert row_budget(SimpleNamespace(dim=10, m=10**6), settings) == 160  # type: ignore[arg-type]
+        assert row_budget(SimpleNamespace(dim=10, m=10**6), cls(restore_batch=7).restore_settings()) == 7  # type: ignore[arg-type]
 
 
 def test_restoration_with_the_default_rows_per_round_uses_them_and_ends_feasible(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -540,7 +541,7 @@ def test_restoration_with_the_default_rows_per_round_uses_them_and_ends_feasible
     hundreds violated at x0: every least-distance program has at most 100 rows, some have exactly 100,
     and the restoration ends feasible over all constraints, moving x at most 5% further than the exact
     projection onto the halfspaces."""
-    import zoframe_constrained.solvers as solvers
+    import zoframe_constrained.restoration as restoration
 
     d, m = 20, 2_000
     D, e, x0 = _halfspaces(3, d, m, slack=1.0, spread=1.0)
@@ -550,13 +551,13 @@ def test_restoration_with_the_default_rows_per_round_uses_them_and_ends_feasible
         return X @ D[idx].T - e[idx]
 
     rows: list[int] = []
-    original = solvers.least_distance
+    original = restoration.least_distance
 
     def counted(G: np.ndarray, b: np.ndarray) -> Any:
         rows.append(int(G.shape[0]))
         return original(G, b)
 
-    monkeypatch.setattr(solvers, "least_distance", counted)
+    monkeypatch.setattr(restoration, "least_distance", counted)
     prob = zoframe.Constrained(lambda X: ((X - x0) ** 2).sum(1), con, m=m, x0=x0, convex_constraints=True)
     r = minimize(prob, "dszog", rng=0, max_iter=50, M1=1, M2=4, M3=4, restore_after=0, violation_tol=1e-6)
     assert r.message.startswith("feasible"), r.message
@@ -669,7 +670,7 @@ def test_restoration_after_snapshots_starts_from_the_snapshot_active_set() -> No
 def test_batches_are_the_rng_choice_draws_and_trusted_by_the_oracle(solver: type) -> None:
     prob, _, _ = convex_problem()
     oracle = CountingOracle(prob)
-    M1, M3 = solver(M1=17, M3=23).batches(oracle, np.random.default_rng(4))
+    M1, M3 = solver(M1=17, M3=23).phases(oracle)[0].batches(oracle, np.random.default_rng(4))
     ref = np.random.default_rng(4)
     assert np.array_equal(M1, ref.choice(oracle.n, size=17, replace=False))
     assert np.array_equal(M3, ref.choice(oracle.m, size=23, replace=False))
@@ -698,7 +699,7 @@ def test_mu_reaches_a_given_estimator_but_q_is_refused(name: str) -> None:
 
 
 def test_weighted_terms_equal_the_stacked_product_bit_for_bit() -> None:
-    from zoframe_constrained.solvers import _weighted_terms
+    from zoframe_constrained.penalty import _weighted_terms
 
     rng = np.random.default_rng(2)
     for k, b1, b2 in [(1, 5, 7), (11, 128, 128), (3, 1, 300)]:
@@ -718,7 +719,7 @@ def test_p_star_equals_the_projected_expression_bit_for_bit(solver: type) -> Non
     s = solver(beta=3.0, lam=1e-4)
     w = np.full(5, 0.4)
     f = oracle.constraints(w, None)[0]
-    p, c0 = s._p_star(oracle, w)
+    p, c0 = s.phases(oracle)[0]._p_star(oracle, w)
     from zoframe_constrained.simplex import project_simplex_dense
 
     assert np.array_equal(p, project_simplex_dense(3.0 * np.maximum(f, 0.0) ** 2 / 1e-4))
@@ -726,8 +727,8 @@ def test_p_star_equals_the_projected_expression_bit_for_bit(solver: type) -> Non
 
 
 def test_p_star_projection_in_place_equals_the_dense_projection_bit_for_bit() -> None:
+    from zoframe_constrained.penalty import _project_in_place
     from zoframe_constrained.simplex import project_simplex_dense
-    from zoframe_constrained.solvers import _project_in_place
 
     rng = np.random.default_rng(3)
     for t in range(2000):
@@ -754,7 +755,7 @@ def test_p_star_at_a_feasible_start_holds_one_m_vector() -> None:
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        p, _ = DSZOG()._p_star(oracle, w)
+        p, _ = DSZOG().phases(oracle)[0]._p_star(oracle, w)
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
@@ -765,12 +766,12 @@ def test_p_star_at_a_feasible_start_holds_one_m_vector() -> None:
 
 @pytest.mark.parametrize("solver", [DSZOG, ADSZOG])
 def test_outputs_give_the_sparse_form_of_p_above_the_dense_limit(solver: type, monkeypatch: pytest.MonkeyPatch) -> None:
-    from zoframe_constrained import solvers as solvers_mod
+    from zoframe_constrained import penalty as penalty_mod
     from zoframe_constrained.simplex import densify
 
     prob, _, _ = convex_problem()
     dense = minimize(prob, solver.__name__.lower(), rng=1, max_iter=20, M1=8, M2=8, M3=8, p_form="sparse")
-    monkeypatch.setattr(solvers_mod, "DENSE_P_MAX", 299)  # m = 300 counts as huge
+    monkeypatch.setattr(penalty_mod, "DENSE_P_MAX", 299)  # m = 300 counts as huge
     sparse = minimize(prob, solver.__name__.lower(), rng=1, max_iter=20, M1=8, M2=8, M3=8, p_form="sparse")
     assert "p" in dense.outputs and "p" not in sparse.outputs
     out = sparse.outputs

@@ -154,7 +154,7 @@ def test_threshold_is_the_numpy_threshold_bit_for_bit(n_floor: int) -> None:
 @needs_numba
 def test_lagrangian_sums_are_the_estimators_arithmetic() -> None:
     """[loss, max(f, 0)^2] * weights, differences to the base row over mu, their row sums: as numpy takes them."""
-    from zoframe_constrained.solvers import _column_weights, _weighted_terms
+    from zoframe_constrained.penalty import _column_weights, _weighted_terms
 
     rng = np.random.default_rng(10)
     for b1, b2, beta in ((128, 128, 1.0), (5, 300, 3e4), (1, 1, 1e-3)):
@@ -216,7 +216,7 @@ def test_iterates_agree_over_100_steps(prob_name: str, solver_name: str, steps: 
         assert (got_oracle.calls, got_oracle.user_calls) == (ref_oracle.calls, ref_oracle.user_calls)
         dense: list[Callable[[Any], Any]] = [lambda s: s.x, lambda s: solver.outputs(s)["p"]]
         if solver_name == "adszog":
-            dense.append(lambda s: s.z_w)
+            dense.append(lambda s: s.inner.z_w)
         for field in dense:
             assert _close(np.asarray(field(got), float), np.asarray(field(ref), float), 1e-12)
 

@@ -110,3 +110,93 @@ def test_phased_state_fields() -> None:
     for _ in range(5):
         st = s.step(oracle, st, np.random.default_rng(0))
     assert st.phase == 1 and st.since_t == 5  # handed over within the fifth step
+
+
+# ---------------------------------------------------------------------- ending at the start, the start's evaluations
+@dataclass(frozen=True)
+class Skip:
+    """A phase that evaluates the objective once at its start and hands over at once (before any step)."""
+
+    name: str
+    to: str | None = None
+
+    def start(self, oracle: CountingOracle, carry: Carry, rng: np.random.Generator) -> GDState:
+        value = float(oracle.objective(carry.x[None, :]).mean())
+        return GDState(np.array(carry.x, copy=True), value, 0)
+
+    def step(self, oracle: CountingOracle, state: GDState, rng: np.random.Generator) -> GDState:  # pragma: no cover
+        raise AssertionError("a phase that ends at its start never steps")
+
+    def end(self, oracle: CountingOracle, state: GDState) -> PhaseEnd | None:
+        return PhaseEnd(End.NEXT, "nothing to do here", to=self.to)
+
+    def carry(self, state: GDState) -> Carry:
+        return Carry(state.x)
+
+
+@dataclass(frozen=True)
+class SkipThenTwo(PhasedSolver):
+    """``skip`` (ends at its start) -> ``slow`` (5 steps) -> ``skip again`` (ends at its start) -> ``fast``."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum"})
+
+    def phases(self, oracle: CountingOracle) -> tuple[Any, ...]:
+        return (Skip("skip"), FixedStep("slow phase", 0.01, 5), Skip("skip again"),
+                FixedStep("fast phase", 0.4, 10_000, tol=1e-9))  # fmt: skip
+
+
+def test_a_phase_can_hand_over_at_its_start_and_its_start_evaluations_are_its_own() -> None:
+    """``end`` is asked right after ``start`` too (in ``init`` and after a hand-over): the phase is logged with 0
+    iterations and the evaluations of its start (here one objective value), the next phase starts within the same
+    call, and the run's iterations are those of the phases that step."""
+    res = zoframe.minimize(_quad(), SkipThenTwo(), rng=0, max_iter=200, record_every=1)
+    assert res.status is zoframe.Status.CONVERGED
+    notes = " ".join(res.notes)
+    assert "1. skip: 0 iterations, 1 evaluations, ended (next): nothing to do here" in notes
+    assert "3. skip again: 0 iterations, 1 evaluations, ended (next)" in notes
+    # each FixedStep iteration costs 2 d + 1 = 7 evaluations; the slow phase is charged its 5 steps only
+    assert "2. slow phase: 5 iterations, 35 evaluations" in notes
+    phases = np.asarray(res.trace["phase"])
+    assert phases[0] == 1 and phases[-1] == 3 and 2.0 not in phases  # init ended in phase 1; "skip again" never shows
+    oracle = CountingOracle(_quad())
+    st = SkipThenTwo().init(oracle, np.zeros(3), np.random.default_rng(0))
+    assert st.phase == 1 and st.since_calls == 1 and oracle.calls == 1 and st.t == 0
+
+
+@dataclass(frozen=True)
+class Capped(PhasedSolver):
+    """One fixed-step phase whose end is the user's iteration count (End.MAX_ITER); no generic divergence test."""
+
+    problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum"})
+    eta: float = 1.5
+
+    def phases(self, oracle: CountingOracle) -> tuple[Any, ...]:
+        return (Limited("limited", self.eta, 30),)
+
+    @property
+    def runaway(self) -> Runaway | None:
+        return None
+
+
+@dataclass(frozen=True)
+class Limited(FixedStep):
+    def end(self, oracle: CountingOracle, state: GDState) -> PhaseEnd | None:
+        return PhaseEnd(End.MAX_ITER, f"{self.steps} steps, as asked") if state.k >= self.steps else None
+
+
+def test_max_iter_end_and_a_solver_without_the_generic_divergence_test() -> None:
+    """``End.MAX_ITER`` is the run's ``MAX_ITER``; with ``runaway`` ``None`` a run whose values grow by 30 orders of
+    magnitude (a step of 1.5 on |x - 1|^2) is not stopped by the generic test (TwoPhase stops it DIVERGED)."""
+    res = zoframe.minimize(_quad(), Capped(), rng=0, max_iter=100)
+    assert res.status is zoframe.Status.MAX_ITER and res.nit == 30 and res.message == "30 steps, as asked"
+    assert float(np.abs(res.x).max()) > 1e8
+    assert zoframe.minimize(_quad(), TwoPhase(eta2=1.5), rng=0, max_iter=100).status is zoframe.Status.DIVERGED
+
+
+def test_notes_name_the_running_phase_of_a_resumed_run(tmp_path: Path) -> None:
+    """The notes build the phases from the run's oracle (a resumed run that stops before its first step has none
+    cached)."""
+    ck = tmp_path / "ck"
+    zoframe.minimize(_quad(), TwoPhase(eta2=0.05), rng=3, max_iter=12, checkpoint=ck)
+    resumed = zoframe.minimize(_quad(), TwoPhase(eta2=0.05), max_iter=12, resume=ck)
+    assert resumed.nit == 12 and any("fast phase" in n and "running when the run ended" in n for n in resumed.notes)

@@ -10,7 +10,7 @@ import pytest
 
 import zoframe
 from zoframe import CountingOracle
-from zoframe_constrained import solvers as S
+from zoframe_constrained import penalty, restoration
 from zoframe_constrained.problems import pairwise
 
 
@@ -38,7 +38,7 @@ def test_blocked_rounds_restore_feasibility_like_the_one_call_rounds(monkeypatch
     prob, D, e = _halfspaces()
     kw: dict[str, Any] = {"rng": 0, "max_iter": 50, "M1": 1, "M2": 4, "M3": 4, "restore_after": 0, "violation_tol": 1e-6}
     plain = zoframe.minimize(prob, name, **kw)
-    monkeypatch.setattr(S, "RESTORE_BLOCKED_ABOVE", 0)
+    monkeypatch.setattr(restoration, "RESTORE_BLOCKED_ABOVE", 0)
     blocked = zoframe.minimize(prob, name, **kw)
     for r in (plain, blocked):
         assert r.message.startswith("feasible"), r.message
@@ -56,7 +56,9 @@ def _round_peak(prob: Any) -> tuple[int, int]:
     w = 0.05 * np.random.default_rng(0).standard_normal(prob.dim)
     tracemalloc.start()
     try:
-        _, violation, checked, active = solver._restore_round(oracle, w, None, np.random.default_rng(1))
+        _, violation, checked, active = restoration.restore_round(
+            oracle, w, None, np.random.default_rng(1), solver.restore_settings()
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -72,9 +74,9 @@ def test_a_blocked_round_holds_no_m_vector(monkeypatch: pytest.MonkeyPatch) -> N
     the one-call round holds the m values, their indices and the band mask (measured here too:
     above 100 MiB). One float64 m-vector is 32 MB."""
     prob = pairwise("gen", n_samples=8000, seed=0)
-    assert prob.m > S.RESTORE_BLOCKED_ABOVE
+    assert prob.m > restoration.RESTORE_BLOCKED_ABOVE
     blocked, _ = _round_peak(prob)
-    monkeypatch.setattr(S, "RESTORE_BLOCKED_ABOVE", 10**12)
+    monkeypatch.setattr(restoration, "RESTORE_BLOCKED_ABOVE", 10**12)
     one_call, _ = _round_peak(prob)
     assert blocked < 40 * 2**20, f"blocked: traced peak {blocked / 2**20:.1f} MiB"
     assert one_call > 100 * 2**20, f"one call: traced peak {one_call / 2**20:.1f} MiB"
@@ -98,12 +100,12 @@ def test_the_starting_distribution_is_computed_in_blocks(monkeypatch: pytest.Mon
     solver = zoframe.default_registry().solver("adszog").cls()
     w = np.full(d, 0.6)
     one = CountingOracle(prob)
-    p_one, c_one = solver._p_star(one, w)
+    p_one, c_one = solver.phases(one)[0]._p_star(one, w)
     assert max(sizes) == m
     sizes.clear()
-    monkeypatch.setattr(S, "FULL_PASS_BLOCK", 4096)
+    monkeypatch.setattr(penalty, "FULL_PASS_BLOCK", 4096)
     blocked = CountingOracle(prob)
-    p_blocked, c_blocked = solver._p_star(blocked, w)
+    p_blocked, c_blocked = solver.phases(blocked)[0]._p_star(blocked, w)
     assert max(sizes) == 4096 and sum(sizes) == m and len(sizes) == -(-m // 4096)
     assert blocked.calls == one.calls == m
     np.testing.assert_array_equal(p_blocked, p_one)
@@ -113,5 +115,5 @@ def test_the_starting_distribution_is_computed_in_blocks(monkeypatch: pytest.Mon
     sizes.clear()
     short = CountingOracle(prob, max_calls=m - 1)
     with pytest.raises(zoframe.errors.BudgetExhausted):
-        solver._p_star(short, w)
+        solver.phases(short)[0]._p_star(short, w)
     assert sizes == [] and short.calls == 0

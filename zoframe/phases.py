@@ -12,11 +12,22 @@ sequencing lives here, once, in :class:`PhasedSolver`:
   (:class:`Runaway`) to its iterate and its value, then asks the phase whether it is over; a phase
   that hands over starts the next one from its :class:`Carry` *within the same step* (so no
   iteration is spent on bookkeeping);
+* a phase is also asked whether it is over right after it starts (in ``init`` and after a
+  hand-over), so that it can hand over before its first step: a phase that finds at its start that
+  another one suits the problem better (e.g. a stochastic phase on a problem small enough for the
+  deterministic one) is logged with 0 iterations and its start's evaluations;
 * ``terminate`` turns the stop a phase asked for into the run's status and message
   (:class:`~zoframe.solver.StopReason`);
 * ``trace_row`` gives the trace a ``phase`` column (the index of the running phase), and
   ``final_notes`` lists every phase the run went through, with its iterations, its evaluations and
   why it ended (``Result.notes``).
+
+The evaluations of a phase are those made from its ``start`` (included) to its end; a phase's
+``start`` may evaluate (a full pass at the hand-over point, say).
+
+A solver whose phases test divergence themselves (with their own bound and their own way out, e.g.
+a restart from the best feasible point seen) sets :attr:`PhasedSolver.runaway` to ``None``: the
+generic test, and the ``outputs`` it reads after every step, are then skipped.
 
 The state, :class:`PhasedState`, holds the running phase's own state as a field (a frozen
 dataclass), so checkpoints store it as any other state (nested dataclasses are supported by
@@ -68,6 +79,7 @@ class End(enum.Enum):
     DIVERGED = "diverged"  #: the iterate or the values ran away
     FAILED = "failed"  #: the phase stalled without meeting its test
     BUDGET = "budget"  #: the budget left cannot pay for one more iteration of the phase
+    MAX_ITER = "max_iter"  #: the phase ran the iterations the user gave it (no stationarity claim)
 
 
 _STATUS: dict[End, Status] = {
@@ -76,6 +88,7 @@ _STATUS: dict[End, Status] = {
     End.DIVERGED: Status.DIVERGED,
     End.FAILED: Status.FAILED,
     End.BUDGET: Status.BUDGET,
+    End.MAX_ITER: Status.MAX_ITER,
 }
 
 
@@ -103,7 +116,11 @@ class Carry:
 class Phase(Protocol):
     """One phase of a :class:`PhasedSolver` (see the module docstring)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The phase's name in the notes and in hand-overs (``PhaseEnd.to``); read-only, so that frozen dataclasses
+        implement the protocol."""
+        ...
 
     def start(self, oracle: CountingOracle, carry: Carry, rng: np.random.Generator) -> Any:
         """The phase's first state, from what the previous phase handed over (or from ``x0``)."""
@@ -114,7 +131,7 @@ class Phase(Protocol):
         ...
 
     def end(self, oracle: CountingOracle, state: Any) -> PhaseEnd | None:
-        """``None`` while the phase goes on; else how it ended."""
+        """``None`` while the phase goes on; else how it ended (asked after every step, and right after ``start``)."""
         ...
 
     def carry(self, state: Any) -> Carry:
@@ -193,7 +210,8 @@ class PhasedSolver(SolverBase):
     """A solver that is a sequence of phases (see the module docstring).
 
     Subclasses (frozen dataclasses) implement :meth:`phases`; they may override :meth:`start_carry`
-    (what the first phase starts from) and set ``divergence_limit`` (a field, default ``1e8``).
+    (what the first phase starts from) and set ``divergence_limit`` (a field, default ``1e8``), or
+    override :attr:`runaway` to return ``None`` when their phases test divergence themselves.
     """
 
     #: the trace's ``phase`` column codes -> names are the indices of :meth:`phases`
@@ -227,19 +245,23 @@ class PhasedSolver(SolverBase):
         return "raise" if getattr(self, "steps", "auto") == "paper" else "inf"
 
     @property
-    def runaway(self) -> Runaway:
+    def runaway(self) -> Runaway | None:
+        """The divergence test applied after every step (``None``: none, the phases test divergence themselves)."""
         return Runaway(float(getattr(self, "divergence_limit", 1e8)))
 
     # ------------------------------------------------------------------ the protocol
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> PhasedState:
         phases = self._phases(oracle)
+        since = oracle.calls
         inner = phases[0].start(oracle, self.start_carry(oracle, x0), rng)
         scale = max(1.0, float(np.abs(x0).max(initial=0.0)))
         value = float(getattr(inner, "value", math.nan))
-        return PhasedState(
-            x=inner.x, phase=0, inner=inner, t=0, since_t=0, since_calls=0, log="[]", stop="", status=-1,
+        state = PhasedState(
+            x=inner.x, phase=0, inner=inner, t=0, since_t=0, since_calls=since, log="[]", stop="", status=-1,
             x0_scale=scale, f_start=value,
         )  # fmt: skip
+        end = phases[0].end(oracle, inner)  # a phase may hand over before its first step
+        return state if end is None else self._ended(oracle, state, phases, end, rng)
 
     def step(self, oracle: CountingOracle, state: PhasedState, rng: np.random.Generator) -> PhasedState:
         phases = self._phases(oracle)
@@ -250,13 +272,18 @@ class PhasedSolver(SolverBase):
         value = float(getattr(inner, "value", math.nan))
         if math.isnan(f_start) and not math.isnan(value):
             f_start = value
-        out = self._phase_outputs(phase, inner)
-        why = self.runaway.check(out, value, state.x0_scale, f_start)
+        runaway = self.runaway
+        why = None if runaway is None else runaway.check(self._phase_outputs(phase, inner), value, state.x0_scale, f_start)
         end = (
             PhaseEnd(End.DIVERGED, f"diverged at iteration {t} in the {phase.name}: {why}") if why is not None
             else phase.end(oracle, inner)
         )  # fmt: skip
-        new = dataclasses.replace(state, x=inner.x, inner=inner, t=t, f_start=f_start)
+        # dataclasses.replace(state, x=..., inner=..., t=..., f_start=...) by copying the fields: the frozen
+        # dataclass's __init__ costs several microseconds, on every step of every phased solver
+        new = object.__new__(type(state))
+        fields = new.__dict__
+        fields.update(state.__dict__)
+        fields.update(x=inner.x, inner=inner, t=t, f_start=f_start)
         if end is None:
             return new
         return self._ended(oracle, new, phases, end, rng)
@@ -265,32 +292,43 @@ class PhasedSolver(SolverBase):
         self, oracle: CountingOracle, state: PhasedState, phases: Sequence[Phase], end: PhaseEnd,
         rng: np.random.Generator,
     ) -> PhasedState:  # fmt: skip
-        """Log the phase that ended; start the next one, or record the stop."""
-        phase = phases[state.phase]
-        record = {
-            "phase": phase.name, "iterations": state.t - state.since_t,
-            "evaluations": oracle.calls - state.since_calls, "end": end.how.value, "why": end.message,
-        }  # fmt: skip
-        log = json.dumps([*json.loads(state.log), record])
-        if end.how is End.NEXT:
-            names = [p.name for p in phases]
-            if end.to is None:
-                nxt = state.phase + 1
-            elif end.to in names:
-                nxt = names.index(end.to)
-            else:  # pragma: no cover - a programming error of the solver
-                raise InvalidParameterError(f"phase {phase.name!r} hands over to an unknown phase {end.to!r}")
-            if nxt < len(phases):
-                carry = phase.carry(state.inner)
-                if not carry.why:
-                    carry = dataclasses.replace(carry, why=end.message)
-                inner = phases[nxt].start(oracle, carry, rng)
-                return dataclasses.replace(
-                    state, x=inner.x, phase=nxt, inner=inner, since_t=state.t, since_calls=oracle.calls, log=log
-                )
-            end = PhaseEnd(End.CONVERGED, end.message)  # the last phase handing over: its own test passed
-        status = _STATUS[end.how]
-        return dataclasses.replace(state, log=log, stop=end.message, status=int(status))
+        """Log the phase that ended; start the next one (which may end at its start too), or record the stop."""
+        records = json.loads(state.log)
+        for _hop in range(len(phases) + 1):
+            phase = phases[state.phase]
+            records.append({
+                "phase": phase.name, "iterations": state.t - state.since_t,
+                "evaluations": oracle.calls - state.since_calls, "end": end.how.value, "why": end.message,
+            })  # fmt: skip
+            log = json.dumps(records)
+            if end.how is End.NEXT:
+                names = [p.name for p in phases]
+                if end.to is None:
+                    nxt = state.phase + 1
+                elif end.to in names:
+                    nxt = names.index(end.to)
+                else:  # pragma: no cover - a programming error of the solver
+                    raise InvalidParameterError(f"phase {phase.name!r} hands over to an unknown phase {end.to!r}")
+                if nxt < len(phases):
+                    carry = phase.carry(state.inner)
+                    if not carry.why:
+                        carry = dataclasses.replace(carry, why=end.message)
+                    since = oracle.calls  # the evaluations of the next phase's start are its own
+                    inner = phases[nxt].start(oracle, carry, rng)
+                    state = dataclasses.replace(
+                        state, x=inner.x, phase=nxt, inner=inner, since_t=state.t, since_calls=since, log=log
+                    )
+                    again = phases[nxt].end(oracle, inner)  # the next phase may hand over at its start
+                    if again is None:
+                        return state
+                    end = again
+                    continue
+                end = PhaseEnd(End.CONVERGED, end.message)  # the last phase handing over: its own test passed
+            status = _STATUS[end.how]
+            return dataclasses.replace(state, log=log, stop=end.message, status=int(status))
+        raise InvalidParameterError(  # pragma: no cover - a programming error of the solver
+            f"the phases {[p.name for p in phases]} hand over to one another at their start in a cycle"
+        )
 
     def terminate(self, state: Any) -> str | None:
         if not state.stop:
@@ -321,8 +359,7 @@ class PhasedSolver(SolverBase):
 
     def final_notes(self, oracle: CountingOracle, state: Any) -> list[str]:
         """Every phase of the run in order: its iterations, its evaluations and why it ended."""
-        cache = self.__dict__.get("_phase_cache")
-        names = [p.name for p in cache[1]] if cache is not None else []
+        names = [p.name for p in self._phases(oracle)]
         parts = []
         for k, rec in enumerate(json.loads(state.log)):
             parts.append(

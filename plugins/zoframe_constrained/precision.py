@@ -60,6 +60,11 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
     P6c ten iterations in a row whose accepted step was cut below 0.1 of the QP step reset B to a multiple of
         the identity; the third time, the phase has stalled (progress by crumbs: the model leads nowhere)
 
+As a phase of the solvers (:class:`PrecisionPhase`, :mod:`zoframe.phases`): it starts at the point the
+restoration hands over (with the restoration's active set as its first ``W``), or at ``x0`` on a small
+problem or one with equality constraints; one step is one iteration; its end (converged, stalled, out of
+budget, diverged) is the run's, or a stall hands back to the penalty phase (``zoframe_constrained.solvers``).
+
 Cost of an iteration: ``2 d n + (2 d + 1)|W|`` for the gradients plus ``n + m`` per trial point
 (usually one), ``(2 d + 1)`` values per row that joins ``W`` in an exchange round, and ``|A| + m_eq``
 values for a second-order correction (``A`` the active rows, at most one per iteration): about ``m + 2 d (n + |W|)`` evaluations, against ``(d + 1) m`` for a finite-difference
@@ -72,7 +77,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -81,11 +86,18 @@ from scipy.linalg import cho_factor, solve_triangular
 from zoframe.errors import NonFiniteValueError
 from zoframe.measures import max_violation_full
 from zoframe.oracle import CountingOracle
+from zoframe.phases import Carry, PhaseEnd
 from zoframe.protocols import Array, IntArray
 from zoframe_constrained.ldp import nnls
 from zoframe_constrained.qp import dual_qp
 
-__all__ = ["PrecisionSettings", "PrecisionState", "iteration_cost", "precision_start", "precision_step", "variable_scales"]
+if TYPE_CHECKING:
+    from zoframe_constrained.solvers import _PenaltyMinimax
+
+__all__ = [
+    "PrecisionPhase", "PrecisionPhaseState", "PrecisionSettings", "PrecisionState", "iteration_cost", "precision_start",
+    "precision_step", "returned", "variable_scales",
+]  # fmt: skip
 
 _EPS = float(np.finfo(np.float64).eps)
 #: central-difference step relative to max(c_i, |x_i|) (c the scales): balances truncation and rounding (about 1e-10 accuracy)
@@ -712,3 +724,100 @@ def describe(st: PrecisionState) -> str:
         + (f", {st.probes} second-order probe(s) found a better point next to a KKT point" if st.probes else "")
         + (f", {st.exchanges} exchange round(s) brought violated constraints into W" if st.exchanges else "")
     )
+
+
+# ====================================================================== the phase of DSZOG / ADSZOG
+def returned(st: PrecisionState, violation_tol: float) -> PrecisionState:
+    """``st`` at the end of an unsuccessful phase (diverged, stalled, out of budget): the point it returns is its
+    best point within ``violation_tol`` when it has one and the last iterate is not as good (infeasible, or a
+    higher objective; always after a divergence)."""
+    if st.status in (DIVERGED, STALLED, BUDGET) and st.best_x.shape[0] and (
+        st.status == DIVERGED or st.violation > violation_tol or st.fx > st.best_f
+    ):
+        return dataclasses.replace(st, x=st.best_x, fx=st.best_f, vmax=st.best_v)
+    return st
+
+
+@dataclass(frozen=True)
+class PrecisionPhaseState:
+    """The precision phase of a DSZOG-type solver between iterations.
+
+    ``x``: the point of the run (the iterate; at an unsuccessful end, the best feasible point: :func:`returned`);
+    ``ps``: the phase's own state; ``penalty``: the state of the penalty phase that handed over (its ``p`` is
+    reported, a hand-back resumes it); ``why``: why the run switched to the phase; ``steps``: the phase's steps
+    (the last one included when the budget left could not pay for it).
+    """
+
+    x: Array
+    ps: PrecisionState
+    penalty: Any
+    why: str = ""
+    steps: int = 0
+
+
+@dataclass(frozen=True)
+class PrecisionPhase:
+    """The precision phase as a phase (:class:`zoframe.phases.Phase`): :func:`precision_start` at the point handed
+    over (with the restoration's active set as the first working set, when there is one), then one iteration
+    P1-P6 (:func:`precision_step`) per step, with the tolerances of the solver (``precision_settings()``).
+
+    The best point of the earlier precision phases of the run (``carried`` by the penalty state) is the phase's
+    best point when it is better than the start, so that a hand-back loses nothing. Where the run goes when the
+    phase ends (a stop with the phase's status, or back to the penalty phase after a stall) is the solver's rule
+    (:meth:`_PenaltyMinimax.after_precision`, asked by :meth:`end`); its :meth:`carry` hands back the best feasible
+    point (else where it stalled), whether it is feasible, the best point so far and the step count.
+    """
+
+    name: str
+    solver: _PenaltyMinimax
+
+    def start(self, oracle: CountingOracle, carry: Carry, rng: np.random.Generator) -> PrecisionPhaseState:
+        pen = carry.extras["penalty"]
+        ps = precision_start(oracle, carry.x, self.solver.precision_settings(), carry.extras.get("active"))
+        carried = pen.carried
+        if carried is not None and float(carried[1][0]) < ps.best_f:  # an earlier phase's best point is better
+            ps = dataclasses.replace(ps, best_x=np.array(carried[0], copy=True), best_f=float(carried[1][0]),
+                                     best_v=float(carried[1][1]))  # fmt: skip
+        return PrecisionPhaseState(x=ps.x, ps=ps, penalty=pen, why=str(carry.why))
+
+    def step(self, oracle: CountingOracle, st: PrecisionPhaseState, rng: np.random.Generator) -> PrecisionPhaseState:
+        """One iteration; at an unsuccessful end that does not hand back, the best feasible point (:func:`returned`)."""
+        if st.ps.status != RUNNING:  # ended (a resumed run asks for one more step): nothing to evaluate
+            return st
+        s = self.solver
+        ps = precision_step(oracle, st.ps, s.precision_settings(), rng)
+        if not (ps.status == STALLED and s.hands_back(oracle)):
+            ps = returned(ps, s.tol)
+        return PrecisionPhaseState(x=ps.x, ps=ps, penalty=st.penalty, why=st.why, steps=st.steps + 1)
+
+    def end(self, oracle: CountingOracle, st: PrecisionPhaseState) -> PhaseEnd | None:
+        return self.solver.after_precision(oracle, st)
+
+    def carry(self, st: PrecisionPhaseState) -> Carry:
+        """What a hand-back gives the penalty phase: the best feasible point (else the last iterate), whether it is
+        feasible, the best point of the precision phases so far (``best``: the point and ``[f, max violation]``),
+        the penalty state and its step count (``t``: its steps so far and this phase's)."""
+        ps = st.ps
+        feasible = bool(ps.best_x.shape[0])
+        carried = st.penalty.carried  # the best point of every phase so far goes on to the next one
+        if feasible and (carried is None or ps.best_f < float(carried[1][0])):
+            carried = (np.array(ps.best_x, copy=True), np.array([ps.best_f, ps.best_v]))
+        return Carry(ps.best_x if feasible else ps.x, {
+            "penalty": st.penalty, "t": int(st.penalty.t) + st.steps, "feasible": feasible, "best": carried,
+        })  # fmt: skip
+
+    @staticmethod
+    def outputs(st: PrecisionPhaseState) -> dict[str, Array]:
+        """``x``, the penalty phase's ``p`` and the phase's figures: ``max_violation`` (over all ``m``),
+        ``kkt_residual``, ``precision_iterations``, ``precision_evaluations``, ``working_set`` and
+        ``switch_evaluations`` (the run's evaluations before the phase started)."""
+        from zoframe_constrained.penalty import p_outputs
+
+        ps = st.ps
+        return {
+            "x": st.x, **p_outputs(st.penalty),
+            "max_violation": np.array(ps.violation), "violation_checked": np.array(float(st.penalty.m)),
+            "kkt_residual": np.array(ps.kkt), "precision_iterations": np.array(float(ps.it)),
+            "precision_evaluations": np.array(float(ps.spent)), "working_set": np.array(float(ps.working)),
+            "switch_evaluations": np.array(float(ps.before)),
+        }  # fmt: skip
