@@ -4,6 +4,8 @@
   central difference (the truncation error ``h^2 |f'''| / 6`` balances the rounding / noise error
   ``noise / h``; Nocedal & Wright 2006, section 8.1), in the units of each variable (``s`` the typical
   size of the point's entries), never with a floor of 1 on the variables' scale;
+* :func:`probe_scale` -- the variables' units before any estimate: the smallest step ``10^k`` along a
+  random direction that changes the values by a tenth of their size (one batched call of 35 points);
 * :func:`noise_level` -- the noise of the values from a difference table along a line (Moré & Wild,
   *Estimating computational noise*, SIAM J. Sci. Comput. 33, 2011: ECnoise);
 * :func:`coordinate_estimate` -- CooSGE (Huang et al. 2019, eq. 4) with one step per coordinate and,
@@ -25,7 +27,7 @@ import numpy as np
 from zoframe.protocols import Array, IntArray
 
 __all__ = ["CoordinateEstimate", "coordinate_estimate", "difference_steps", "gradient_and_hessian", "natural_scale",
-           "noise_level", "point_scale"]
+           "noise_level", "point_scale", "probe_points", "probe_scale"]
 
 EPS = float(np.finfo(np.float64).eps)
 #: entries of one matrix of points or values evaluated at once (32 MB); more are evaluated in chunks
@@ -49,6 +51,33 @@ def natural_scale(magnitude: float, curvature: float) -> float:
     if magnitude > 0 and curvature > 0 and math.isfinite(magnitude) and math.isfinite(curvature):
         return math.sqrt(magnitude / curvature)
     return 0.0
+
+
+#: the probe of the variables' scale: steps 10^k along a random direction, k = PROBE_LOW .. PROBE_HIGH
+PROBE_LOW, PROBE_HIGH = -8, 8
+
+
+def probe_points(x: Array, u: Array) -> Array:
+    """``x`` and ``x +- 10^k u`` for ``k = PROBE_LOW .. PROBE_HIGH`` (``u`` a unit direction): the rows of one call."""
+    hs = 10.0 ** np.arange(PROBE_LOW, PROBE_HIGH + 1, dtype=np.float64)
+    return np.vstack([x[None, :], x[None, :] + hs[:, None] * u[None, :], x[None, :] - hs[:, None] * u[None, :]])
+
+
+def probe_scale(values: Array) -> float:
+    """The variables' scale from the values at :func:`probe_points` (rows, or rows x components): the smallest step
+    ``10^k`` along which the mean value changes by a tenth of its size, ``|f(x +- h u) - f(x)| >= |f(x)| / 10``
+    (0 when ``f(x) = 0`` or no step changes it that much). In the units of ``x`` whatever they are: a
+    problem stated in other units has the same probe, shifted by the factor of its units (to within
+    the factor 10 of the grid)."""
+    v = np.asarray(values, dtype=np.float64)
+    f = v.mean(axis=1) if v.ndim == 2 else v
+    k = PROBE_HIGH - PROBE_LOW + 1
+    f0 = float(f[0])
+    if not (math.isfinite(f0) and f0 != 0.0):
+        return 0.0
+    change = np.maximum(np.abs(f[1 : k + 1] - f0), np.abs(f[k + 1 :] - f0))
+    hit = np.flatnonzero(np.isfinite(change) & (change >= 0.1 * abs(f0)))
+    return float(10.0 ** (PROBE_LOW + int(hit[0]))) if hit.size else 0.0
 
 
 def difference_steps(x: Array, noise_rel: float, scale: float) -> Array:

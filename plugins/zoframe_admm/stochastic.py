@@ -61,6 +61,8 @@ from zoframe_admm.differences import (
     natural_scale,
     noise_level,
     point_scale,
+    probe_points,
+    probe_scale,
 )
 from zoframe_admm.residuals import (
     Residuals,
@@ -219,7 +221,8 @@ class AutoSteps:
             top = float(curv.max(initial=0.0))
             if not top > 0:
                 top = float(np.linalg.norm(g0)) / point_scale(np.atleast_2d(x)[0]) or 1.0
-            self.natural = natural_scale(float(np.abs(center).mean()), top)
+            if not self.natural > 0:
+                self.natural = natural_scale(float(np.abs(center).mean()), top)
             self.L = top
             self.rho = top / self.consts.sigma_a if self.consts.sigma_a > 0 else top
         return est
@@ -343,7 +346,8 @@ class StochasticPhase:
             alg = self.solver.begin(oracle, x0, PaperSteps(self.solver, oracle, None, 0), rng)
             return StochasticState(alg.x, math.nan, alg, _rule0(oracle.calls))
         rule = _rule0(oracle.calls)
-        rule = _replace(rule, scale=point_scale(x0), noise_rel=self._noise(oracle, x0, rng))
+        natural, noise_rel = self._units(oracle, x0, rng)
+        rule = _replace(rule, natural=natural, scale=point_scale(x0, natural), noise_rel=noise_rel)
         k = AutoSteps(self.solver, oracle, rule, x0, self._consts(oracle))
         alg = self.solver.begin(oracle, x0, k, rng)
         rule = _replace(rule, L=k.L, rho=k.rho, natural=k.natural, scale=point_scale(alg.x, k.natural))
@@ -358,18 +362,21 @@ class StochasticPhase:
         out: AutoConstants = cache["_auto_consts"]
         return out
 
-    def _noise(self, oracle: CountingOracle, x: Array, rng: np.random.Generator) -> float:
-        """The relative noise of the values: a difference table of 7 points on a line through ``x`` on a batch."""
+    def _units(self, oracle: CountingOracle, x: Array, rng: np.random.Generator) -> tuple[float, float]:
+        """``(natural scale, relative noise)`` of the values on a batch at ``x``: the probe of
+        :func:`~zoframe_admm.differences.probe_scale` (35 points), then a difference table of 7 points spaced
+        ``1e-6`` of that scale (Moré & Wild 2011). ``2 * 21 b`` evaluations."""
         b = min(int(getattr(self.solver, "b", 1)), oracle.n)
         idx = rng.integers(0, oracle.n, size=b).astype(np.intp)
         u = rng.standard_normal(oracle.dim)
         u /= max(float(np.linalg.norm(u)), 1e-300)
-        step = 1e-6 * point_scale(x)
+        natural = probe_scale(oracle.objective(probe_points(x, u), idx, purpose="noise"))
+        step = 1e-6 * point_scale(x, natural)
         pts = x[None, :] + (np.arange(7) - 3.0)[:, None] * step * u[None, :]
         vals = oracle.objective(pts, idx, purpose="noise")
         mag = float(np.abs(vals).mean())
         sigma = noise_level(vals)
-        return max(EPS, sigma / mag) if mag > 0 else EPS
+        return natural, (max(EPS, sigma / mag) if mag > 0 else EPS)
 
     def step(self, oracle: CountingOracle, st: StochasticState, rng: np.random.Generator) -> StochasticState:
         if self.mode == "paper":
