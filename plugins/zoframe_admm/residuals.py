@@ -21,8 +21,10 @@ the y-update is a prox, ``y_j^+ = prox_{psi_j / r_j}(v_j)``, so ``r_j (v_j - y_j
 ``dist(B_j^T lam^+, d psi_j(y_j^+))`` (``res_j`` the residual before block ``j`` moved); the x-update gives
 ``g - A^T lam^+ = (tau I - rho A^T A)(x_t - x^+)`` with ``tau = r / eta`` and ``g`` the algorithm's
 own gradient estimate at ``x_t``. The penalty ``rho`` is balanced as OSQP does (the same paper,
-section 5.2; Boyd et al. 2011, section 3.4.1): ``rho <- rho sqrt((|r| / scale_r) / (|s| / scale_s))``
-when that moves it by more than a factor 5. The ADMM here is unscaled: ``lam`` is kept as is.
+section 5.2; Boyd et al. 2011, section 3.4.1): ``rho <- rho sqrt((|r| / scale_r) / (|s_c| / scale_s))``
+when that moves it by more than a factor 5, with ``s_c = rho A^T B (y^+ - y)`` the part of the dual
+residual the penalty moves (Boyd's dual residual; in a linearised step the rest, ``L (x_t - x^+)``,
+does not depend on ``rho``). The ADMM here is unscaled: ``lam`` is kept as is.
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ class Residuals:
     primal_scale: float
     dual: float
     dual_scale: float
+    #: the part of the dual residual that the penalty moves, ``|rho A^T B (y^+ - y)|_inf`` (Boyd et al. 2011,
+    #: section 3.1.1): the quantity balanced against the primal residual (the linearisation's own part,
+    #: ``L |x_t - x^+|``, does not depend on ``rho``)
+    coupling_dual: float = math.nan
 
     def passed(self, tol: Tolerance) -> bool:
         return self.primal <= tol.bound(self.primal_scale) and self.dual <= tol.bound(self.dual_scale)
@@ -139,10 +145,12 @@ def admm_residuals(
     s_x = tau * dx - rho * (A.T @ (A @ dx))
     parts = [_inf(s_x)]
     scales = [_inf(g), _inf(A.T @ lam)]
+    moved = np.zeros_like(res)
     for Bj, y0, y1, rb, rj in zip(oracle.B, ys_old, ys, before, r_y):
         parts.append(_inf(rho * (Bj.T @ (rb - res)) + rj * (y1 - y0)))
         scales.append(_inf(Bj.T @ lam))
-    return Residuals(_inf(res), pscale, max(parts), max(scales))
+        moved = moved + Bj @ (y1 - y0)
+    return Residuals(_inf(res), pscale, max(parts), max(scales), _inf(rho * (A.T @ moved)))
 
 
 def prox_mapping_residuals(x_old: Array, x: Array, g: Array, eta: float) -> Residuals:

@@ -79,6 +79,13 @@ __all__ = ["AutoSteps", "PaperSteps", "RuleState", "StochasticPhase", "Stochasti
 SHRINK = 0.9
 #: at most this many x-updates per step (then the last one is taken)
 MAX_BACKTRACKS = 40
+#: rho is balanced after every window of this many steps (at least an epoch)
+BALANCE_EVERY = 10
+
+
+def _log(v: float) -> float:
+    """``log v`` clipped to [log 1e-300, log 1e300] (the balancing window's sums of logs)."""
+    return math.log(min(max(v, 1e-300), 1e300))
 
 
 @dataclass(frozen=True)
@@ -397,11 +404,17 @@ class StochasticPhase:
             best = min(best, worst)
             if worst <= 0.5 * mark:
                 since, mark = 0, worst
-        win_p, win_d, win_k = rule.win_p + min(rel_p, 1e300), rule.win_d + min(rel_d, 1e300), rule.win_k + 1
+        # the window's geometric means of the relative primal residual and of the part of the dual residual that rho
+        # moves (logs summed), for the balancing of rho
+        rel_c = res.coupling_dual / res.dual_scale if res is not None and res.dual_scale > 0 else math.nan
+        if math.isfinite(rel_c) and rel_c > 0 and rel_p > 0:
+            win_p, win_d, win_k = rule.win_p + _log(rel_p), rule.win_d + _log(rel_c), rule.win_k + 1
+        else:
+            win_p, win_d, win_k = rule.win_p, rule.win_d, rule.win_k
         rho, moves = k.rho, rule.rho_moves
-        if win_k >= self.window and res is not None and res.primal_scale >= 0:
-            if oracle.A is not None and getattr(self.solver, "rho", None) is not None and not self.solver.no_split:
-                new = balanced_rho(rho, win_p / win_k, win_d / win_k)
+        if win_k >= max(BALANCE_EVERY, self.epoch):
+            if not self.solver.no_split:
+                new = balanced_rho(rho, math.exp(win_p / win_k), math.exp(win_d / win_k))
                 if new != rho:
                     rho, moves = new, moves + 1
             win_p, win_d, win_k = 0.0, 0.0, 0
@@ -435,7 +448,8 @@ class StochasticPhase:
             if self.refine:
                 return PhaseEnd(End.NEXT, f"stalled (best relative residual {r.best:.3g}, not halved in {r.since} "
                                           f"steps) {where}")
-            return PhaseEnd(End.NOISE_LIMITED, f"the stochastic estimates' noise stopped the progress: best relative "
+            if self.solver.persistent_noise:
+                return PhaseEnd(End.NOISE_LIMITED, f"the stochastic estimates' noise stopped the progress: best relative "
                                                f"residual {r.best:.3g}, not halved in {r.since} steps, against "
                                                f"eps_rel {self.tol.eps_rel:g} {where}")
         return None
