@@ -66,6 +66,7 @@ import warnings
 
 import numpy as np
 import scipy
+from scipy.special import expit
 
 import zoframe
 from zoframe.certificate.composite import composite_verdict
@@ -119,7 +120,7 @@ class Loss:
         Xs = self.s_f * self.X
         if self.kind == "logistic":
             z = (Xs @ x) * self.t
-            sg = 1.0 / (1.0 + np.exp(z))
+            sg = expit(-z)
             G = -(self.s_v * self.t * sg)[:, None] * Xs
             w = self.s_v * sg * (1.0 - sg)
         else:
