@@ -280,9 +280,10 @@ class PhasedSolver(SolverBase):
                 carry = phase.carry(state.inner)
                 if not carry.why:
                     carry = dataclasses.replace(carry, why=end.message)
+                started = oracle.calls  # what the next phase's start evaluates is its own cost
                 inner = phases[nxt].start(oracle, carry, rng)
                 return dataclasses.replace(
-                    state, x=inner.x, phase=nxt, inner=inner, since_t=state.t, since_calls=oracle.calls, log=log
+                    state, x=inner.x, phase=nxt, inner=inner, since_t=state.t, since_calls=started, log=log
                 )
             end = PhaseEnd(End.CONVERGED, end.message)  # the last phase handing over: its own test passed
         status = _STATUS[end.how]

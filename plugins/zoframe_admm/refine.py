@@ -9,10 +9,13 @@ with a linear coupling):
 1. the model problem ``min g_k^T p + (1/2) p^T H_k p + sum_j psi_j(y_j)`` s.t. ``A (x_k + p) + B y = c``
    is solved by ADMM on exact linear algebra (:func:`~zoframe_admm.subproblem.solve_model`): a
    direction ``p``, blocks ``y^``, multiplier ``lam^``;
-2. a backtracking line search on the merit ``F(x, y) = f(x) + sum_j psi_j(y_j) (+ nu |A x + B y - c|_1``
-   when the coupling does not determine ``y`` from ``x``; ``nu = 2 |lam^|_inf``), from ``t = 1``,
-   halving, with the sufficient decrease ``F(t) <= F(0) + 1e-4 t D`` (``D`` the model's predicted
-   change, Lee et al. eq. 2.17) up to twice the values' noise;
+2. a backtracking line search on the merit: where the coupling determines ``y = M x + e`` the reduced
+   objective ``f(x) + sum_j psi_j(M_j x + e_j)``, else ``f(x) + sum_j psi_j(y_j) + nu |A x + B y - c|_1``
+   (``nu = 2 |lam^|_inf``); from ``t = 1``, halving, with the sufficient decrease
+   ``F(t) <= F(0) + 1e-4 t D`` (``D`` the model's predicted change, Lee et al. eq. 2.17) up to the
+   merit's own precision (twice the values' noise, plus the coupling residuals of the model's pairs
+   times the multiplier: a decrease below it cannot be seen). A full step keeps the model's blocks
+   ``y^`` (their kinks exact, the coupling to the model's tolerance);
 3. the central-difference gradient at the new point (``2 d`` full evaluations, steps
    :func:`~zoframe_admm.differences.difference_steps` sized for that point and for the noise
    measured at the phase's start), and the damped BFGS update of ``H`` (Powell 1978; Nocedal &

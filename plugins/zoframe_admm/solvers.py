@@ -244,7 +244,8 @@ class _ZOBase(PhasedSolver):
     def _refine_costs(self, oracle: CountingOracle) -> tuple[bool, bool, int]:
         """``(refine, hessian, cost of the refinement's first iteration)``."""
         d, n = oracle.dim, oracle.n
-        remaining = oracle.remaining
+        # the whole budget, not what is left of it: a run resumed from a checkpoint decides as it did at its start
+        remaining = oracle.max_calls
         grad_cost = 2 * d * n
         hess_cost = (d * (d - 1) // 2 + 2 * d + 1 + 7) * n
         if self.refine == "never":

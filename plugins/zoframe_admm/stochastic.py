@@ -23,21 +23,25 @@ phase (:class:`StochasticPhase`) runs the box with one of two rules:
       ``1 / tau``, ``tau = rho sigma_max(A^T A) + 1.01 L`` of linearised ADMM.
     * **rho by residual balancing** (:func:`~zoframe_admm.residuals.balanced_rho`, OSQP): first
       ``rho = L / sigma_max(A^T A)`` (the penalty's curvature matched to ``f``'s), then after every
-      window of steps (an epoch) from the window's mean relative residuals. The y-update is exact
+      window of ``max(10, epoch)`` steps from the window's geometric means of the relative primal
+      residual and of the part of the dual residual ``rho`` moves. The y-update is exact
       (``r_j = rho s_j``) when ``B_j^T B_j = s_j I``, else linearised (``r_j = 1.01 rho sigma_max``);
       ``lam`` is kept as is when ``rho`` changes (unscaled ADMM).
     * **mu from the variables' scale and the noise of the values**: per-coordinate steps
       ``h_j = noise_rel^(1/3) max(|x_j|, s)`` (:func:`~zoframe_admm.differences.difference_steps`;
-      ``s`` the typical size of the iterate's entries, ``noise_rel`` from a difference table of
-      ``7 b`` values at the start), instead of ``1/(d sqrt(t))``, which ignores units.
+      ``s`` the larger of the probed scale and the iterate's typical entry, ``noise_rel`` from a
+      difference table of ``7 b`` values at the start), instead of ``1/(d sqrt(t))``, which ignores
+      units. The probe (:func:`~zoframe_admm.differences.probe_scale`, ``35 b`` values at the start)
+      finds the variables' units before any estimate.
     * **stopping**: the residuals of every step (:mod:`zoframe_admm.residuals`, with the estimate the
       algorithm has) against ``eps_abs``, ``eps_rel``; they must hold on a step whose estimate is the
       full sum (ZO-ADMM; a snapshot step of the SVRG solvers) or on every step of a window of
       ``ceil(n / b)`` steps (SAGA, SGD). When a refinement follows (:mod:`zoframe_admm.refine`) the
-      phase hands over when its residuals fall below ``switch_rel``, when it has spent what the
-      refinement's first iteration costs (and at least one pass over the data), or when it stalls
-      (no halving of its best residual in ``stall`` windows). Without a refinement, a stall ends the
-      run NOISE_LIMITED (the estimates' noise stops the progress) with the residual reached.
+      phase hands over when its residuals fall below ``switch_rel``, when it has spent its share of
+      what the refinement's first iteration costs (and at least one pass over the data), or when it
+      stalls (no halving of its best residual in ``stall`` epochs). Without a refinement, a stall ends
+      the run NOISE_LIMITED (the estimates' noise stops the progress) with the residual reached for
+      the solvers whose estimate keeps its variance at the solution (``zo-sgd-admm``); the others go on.
 """
 
 from __future__ import annotations
@@ -442,7 +446,8 @@ class StochasticPhase:
                 return PhaseEnd(End.NEXT, f"residuals below the switch level {self.switch_rel:g} {where}")
             spent = oracle.calls - r.calls0
             if spent >= self.switch_calls and r.steps >= self.epoch:
-                return PhaseEnd(End.NEXT, f"spent {spent} evaluations, what the refinement's first iteration costs, "
+                return PhaseEnd(End.NEXT, f"spent {spent} evaluations: one pass over the data and at least its share "
+                                          f"({self.switch_calls}) of what the refinement's first iteration costs, "
                                           f"{where}")
         if r.since >= self.stall * self.epoch:
             if self.refine:
