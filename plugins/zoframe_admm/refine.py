@@ -180,7 +180,7 @@ class RefinePhase:
         lam_c = carry.extras.get("lam")
         lam = np.zeros(cp.A.shape[0]) if lam_c is None else np.array(lam_c, dtype=np.float64, copy=True)
         # the noise of the values: a difference table of 7 full values on a line through x (Moré & Wild 2011)
-        u = rng.standard_normal(x.shape[0])
+        u: Array = np.asarray(rng.standard_normal(x.shape[0]), dtype=np.float64)
         u /= max(float(np.linalg.norm(u)), 1e-300)
         natural = float(carry.extras.get("natural", 0.0))
         pts = x[None, :] + (np.arange(7) - 3.0)[:, None] * (1e-6 * point_scale(x, natural)) * u[None, :]

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass
 import math
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
@@ -260,13 +260,12 @@ class _ZOBase(PhasedSolver):
     def phases(self, oracle: CountingOracle) -> Sequence[Phase]:
         tol = Tolerance(float(self.eps_abs), float(self.eps_rel))
         if self.steps == "paper":
-            return (StochasticPhase("paper's iteration", self, "paper", tol, False, SWITCH_REL, 0, 1, 1),)
+            return cast(Sequence[Phase], (StochasticPhase("paper's iteration", self, "paper", tol, False, SWITCH_REL, 0, 1, 1),))
         refine, hessian, first = self._refine_costs(oracle)
         stoch = StochasticPhase("stochastic phase", self, "auto", tol, refine, SWITCH_REL, first, self.window(oracle),
                                 self.epoch(oracle))
-        if refine:
-            return (stoch, RefinePhase(tol, hessian))
-        return (stoch,)
+        # frozen dataclasses: read-only ``name``, which the Phase protocol's plain attribute does not express
+        return cast(Sequence[Phase], (stoch, RefinePhase(tol, hessian)) if refine else (stoch,))
 
     def validate(self, oracle: CountingOracle) -> None:
         check_coupling(oracle, getattr(self, "rank_check", "ignore"))
