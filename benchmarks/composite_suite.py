@@ -69,7 +69,7 @@ import scipy
 from scipy.special import expit
 
 import zoframe
-from zoframe.certificate.composite import composite_verdict
+from zoframe.certificate.composite import composite_verdict, variables_scale
 from zoframe.penalties import L1, SquaredL2
 from zoframe_admm.penalties import BlockGroupL2, PenaltySum
 
@@ -368,8 +368,7 @@ def exact_certificate(inst: Instance, outputs: dict[str, np.ndarray], residual: 
         y = np.linalg.lstsq(B, p.c - p.A @ x, rcond=None)[0]
         ys = list(np.split(y, np.cumsum([b.shape[1] for b in p.B])[:-1]))
     g, hd, comp = inst.loss.derivatives(x)
-    nz = np.abs(x[x != 0])
-    s = float(np.sqrt(np.mean(nz * nz))) if nz.size else 1.0
+    s = variables_scale(x, float(inst.loss.values(x[None, :], np.arange(p.n)).mean()), float(np.abs(hd).max()))
     v = composite_verdict(x, ys, g, s * float(np.abs(hd).max()), comp, 0.0, p.A, list(p.B), p.c, list(p.penalties),
                           outputs.get("lam"), 1e-3, scale=s)
     return float(v["residual"]) if residual else bool(v["passed"])

@@ -51,7 +51,7 @@ from zoframe_admm.differences import (
     noise_level,
     point_scale,
 )
-from zoframe_admm.residuals import Residuals, Tolerance
+from zoframe_admm.residuals import Residuals, Tolerance, coupling_floor
 from zoframe_admm.subproblem import Coupling, solve_model
 
 __all__ = ["RefinePhase", "RefineState", "positive_definite"]
@@ -148,12 +148,13 @@ class RefinePhase:
         return lambda X: oracle.objective(X, None, purpose=purpose)
 
     def _residuals(self, oracle: CountingOracle, cp: Coupling, x: Array, y: Array, lam: Array, g: Array,
-                   dual_y: float) -> Residuals:  # fmt: skip
+                   dual_y: float, natural: float) -> Residuals:  # fmt: skip
         Ax, By = cp.A @ x, cp.B @ y
         r = Ax + By - cp.c
         BtL = cp.B.T @ lam
         dual = max(_inf(g - cp.A.T @ lam), dual_y)
-        return Residuals(_inf(r), max(_inf(Ax), _inf(By), _inf(cp.c)), dual, max(_inf(g), _inf(cp.A.T @ lam), _inf(BtL)))
+        pscale = max(_inf(Ax), _inf(By), _inf(cp.c), coupling_floor(cp.A, point_scale(x, natural)))
+        return Residuals(_inf(r), pscale, dual, max(_inf(g), _inf(cp.A.T @ lam), _inf(BtL)))
 
     def _dual_y(self, oracle: CountingOracle, cp: Coupling, y: Array, lam: Array) -> float:
         """``max_j dist(B_j^T lam, d psi_j(y_j))`` by the penalties' own distance (2-norm, an upper bound)."""
@@ -191,7 +192,7 @@ class RefinePhase:
         f, g, H, mag = gradient_and_hessian(self._objective(oracle, "refine"), x, h, hessian=self.hessian, n=oracle.n)
         natural = natural_scale(mag, float(np.abs(np.diag(H)).max(initial=0.0))) or natural
         H, _, _ = positive_definite(H)
-        res = self._residuals(oracle, cp, x, y, lam, g, self._dual_y(oracle, cp, y, lam))
+        res = self._residuals(oracle, cp, x, y, lam, g, self._dual_y(oracle, cp, y, lam), natural)
         return RefineState(
             x=x, y=tuple(cp.split(y)), lam=lam, value=f, g=g, H=H, noise=noise, mag=mag, natural=natural, k=0,
             primal=res.primal, primal_scale=res.primal_scale, dual=res.dual, dual_scale=res.dual_scale,
@@ -267,7 +268,7 @@ class RefinePhase:
                                              f0=f_new)
         H1 = _bfgs(H, x1 - x, g1 - g)
         dual_y = sol.dual_y if t == 1.0 else self._dual_y(oracle, cp, y1, lam1)
-        res = self._residuals(oracle, cp, x1, y1, lam1, g1, dual_y)
+        res = self._residuals(oracle, cp, x1, y1, lam1, g1, dual_y, st.natural)
         worst = res.worst()
         best, since = (worst, 0) if worst <= 0.5 * st.best else (st.best, st.since + 1)
         return RefineState(

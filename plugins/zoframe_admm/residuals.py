@@ -9,10 +9,12 @@ a point is optimal when
 The stopping rule is OSQP's (Stellato et al., *OSQP: an operator splitting solver for quadratic
 programs*, Math. Prog. Comp. 12, 2020, section 3.4), with infinity norms:
 
-``|r|_inf <= eps_abs + eps_rel max(|A x|_inf, |B y|_inf, |c|_inf)`` and
+``|r|_inf <= eps_abs + eps_rel max(|A x|_inf, |B y|_inf, |c|_inf, |A|_inf s)`` and
 ``|s|_inf <= eps_abs + eps_rel max(|grad f|_inf, |A^T lam|_inf, |B^T lam|_inf)``
 
-where ``s`` stacks the x- and y-block residuals. ``eps_abs`` is in the residuals' own units (the
+where ``s`` stacks the x- and y-block residuals (in the primal scale, ``s`` is the variables' own
+scale: a solution at ``x = 0`` with ``c = 0`` is judged against the coupling's size at that scale,
+not against 0). ``eps_abs`` is in the residuals' own units (the
 units of ``c`` for ``r``, of ``grad f`` for ``s``); ``eps_rel`` is a pure number.
 
 In a linearised ADMM step (Alg. 1 l.8-10) the residuals come from the step itself, with no evaluation:
@@ -40,8 +42,8 @@ from zoframe.errors import InvalidParameterError
 from zoframe.protocols import Array
 from zoframe_admm.coupling import residual
 
-__all__ = ["BALANCE_FACTOR", "Residuals", "Tolerance", "balanced_rho", "check_tolerances", "prox_mapping_residuals",
-           "y_steps"]
+__all__ = ["BALANCE_FACTOR", "Residuals", "Tolerance", "balanced_rho", "check_tolerances", "coupling_floor",
+           "prox_mapping_residuals", "y_steps"]
 
 #: rho moves only when the balanced value differs from it by more than this factor (OSQP: 5)
 BALANCE_FACTOR = 5.0
@@ -109,13 +111,19 @@ class Residuals:
         return text
 
 
-def primal_parts(oracle: Any, x: Array, ys: Sequence[Array]) -> tuple[Array, float]:
-    """``(r, max(|A x|_inf, |B y|_inf, |c|_inf))``."""
+def coupling_floor(A: Array, scale: float) -> float:
+    """``|A|_inf s``: the size of ``A x`` for variables of the size ``s``, the least primal scale (a solution at
+    ``x = 0`` with ``c = 0`` would otherwise ask for a coupling residual of exactly 0)."""
+    return float(np.abs(A).sum(axis=1).max(initial=0.0)) * scale
+
+
+def primal_parts(oracle: Any, x: Array, ys: Sequence[Array], floor: float = 0.0) -> tuple[Array, float]:
+    """``(r, max(|A x|_inf, |B y|_inf, |c|_inf, floor))``."""
     Ax = oracle.A @ x
     By = np.zeros_like(Ax)
     for Bj, yj in zip(oracle.B, ys):
         By = By + Bj @ yj
-    return Ax + By - oracle.c, max(_inf(Ax), _inf(By), _inf(oracle.c))
+    return Ax + By - oracle.c, max(_inf(Ax), _inf(By), _inf(oracle.c), floor)
 
 
 def y_steps(
@@ -136,10 +144,11 @@ def y_steps(
 
 def admm_residuals(
     oracle: Any, x_old: Array, x: Array, ys_old: Sequence[Array], ys: Sequence[Array], before: Sequence[Array],
-    lam: Array, g: Array, rho: float, tau: float, r_y: Array,
+    lam: Array, g: Array, rho: float, tau: float, r_y: Array, floor: float = 0.0,
 ) -> Residuals:
-    """The residuals after one linearised ADMM step (module docstring), from the step's own quantities."""
-    res, pscale = primal_parts(oracle, x, ys)
+    """The residuals after one linearised ADMM step (module docstring), from the step's own quantities;
+    ``floor``: the least primal scale (:func:`coupling_floor`)."""
+    res, pscale = primal_parts(oracle, x, ys, floor)
     A = oracle.A
     dx = x_old - x
     s_x = tau * dx - rho * (A.T @ (A @ dx))

@@ -73,6 +73,7 @@ from zoframe_admm.residuals import (
     Tolerance,
     admm_residuals,
     balanced_rho,
+    coupling_floor,
     prox_mapping_residuals,
     y_steps,
 )
@@ -260,8 +261,9 @@ class AutoSteps:
     def dual_update(self, oracle: CountingOracle, x: Array, ys: tuple[Array, ...], lam: Array) -> Array:
         lam_new = dual_update(oracle, x, ys, lam, self.rho)
         if self._x_old is not None and self._g is not None:
+            floor = coupling_floor(np.asarray(oracle.A), point_scale(x, self.natural))
             self.residuals = admm_residuals(oracle, self._x_old, x, self._ys_old, ys, self._before, lam_new, self._g,
-                                            self.rho, self._tau, self.r_y)
+                                            self.rho, self._tau, self.r_y, floor)
         return lam_new
 
     # ---- the proximal baselines

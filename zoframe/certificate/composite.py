@@ -4,9 +4,10 @@
 ``L = f(x) + sum_j psi_j(y_j) - <lam, A x + sum_j B_j y_j - c>`` (Huang et al., IJCAI 2019). At the
 point ``(x, y_1..y_k)`` (the run's blocks; solved from the coupling when it determines them):
 
-* ``grad f(x)`` by central differences with steps ``eps^(1/4) max(|x_j|, s)``, ``s`` the typical size
-  of the point's nonzero entries (the point's own units: no floor of 1 on the variables' scale;
-  when ``x = 0`` the curvature found at a first pass gives ``s``, see below);
+* ``grad f(x)`` by central differences with steps ``eps^(1/4) max(|x_j|, s)``, ``s`` the variables'
+  scale (:func:`variables_scale`: the larger of the point's typical nonzero entry and ``sqrt(|f| / |H|)``
+  from a first pass at the scale ``max(|x|_rms, 1)``; the problem's own units, no floor of 1: a second
+  pass at ``s`` when ``s`` is far below the first pass's scale);
 * the multiplier: the run's ``lam`` and ``lam`` fitted at the point, whichever gives the smaller
   residual. The fit minimises ``|grad f - A^T lam|^2 + sum_j dist(B_j^T lam, d psi_j(y_j))^2`` (convex,
   smooth) by FISTA with adaptive restart, 500 iterations from the run's ``lam`` (else the least-squares
@@ -19,12 +20,14 @@ point ``(x, y_1..y_k)`` (the run's blocks; solved from the coupling when it dete
   the projection above for a penalty without one); ``ref = max(|grad f|, |A^T lam|, |B^T lam|,
   s max_j |H_jj|, mean_i |grad f_i|)`` (gradient units: the curvature times the variables' size is
   the gradient a unit relative error of ``x`` makes), with a floor at the differences' rounding
-  error; ``coupling``: ``|A x + B y - c| / max(|A x|, |B y|, |c|)``. The largest is compared with ``tol``.
+  error; ``coupling``: ``|A x + B y - c| / max(|A x|, |B y|, |c|, |A|_2 s sqrt(d))`` (the last: the size of
+  ``A x`` at the variables' scale, so that a solution at ``x = 0`` with ``c = 0`` is not asked for a
+  residual of exactly 0). The largest is compared with ``tol``.
 
 A point off the solution by a relative ``delta`` has ``|grad f - A^T lam| ~ delta s |H|`` whatever
 ``lam`` (the fitted one moves the error into the y-part), so it fails for ``delta`` well above
-``tol``. Cost: ``(2 d + 1) n`` evaluations (twice when ``x = 0`` and the first pass says the
-variables' scale is much smaller than 1).
+``tol``. Cost: ``(2 d + 1) n`` evaluations (twice when the first pass says the variables' scale is
+below a hundredth of the point's).
 """
 
 from __future__ import annotations
@@ -48,6 +51,16 @@ FIT_ROUNDS = 500
 def _nonzero_rms(x: Array) -> float:
     nz = np.abs(x[x != 0.0])
     return float(np.sqrt(np.mean(nz * nz))) if nz.size else 0.0
+
+
+def variables_scale(x: Array, f: float, curvature: float) -> float:
+    """The variables' own scale at ``x``: the larger of the root mean square of ``x``'s nonzero entries and
+    ``sqrt(|f| / max_j |H_jj|)`` (the distance over which ``f`` changes by its own size); 1 when both are 0.
+    A solution at or near ``x = 0`` (a heavily penalised one) is judged at the problem's scale, not at the
+    size of its rounding errors."""
+    natural = math.sqrt(abs(f) / curvature) if curvature > 0 and f != 0.0 and math.isfinite(f) else 0.0
+    out = max(_nonzero_rms(x), natural)
+    return out if out > 0 and math.isfinite(out) else 1.0
 
 
 def _differences(x: Array, s: float, box: tuple[Array, Array] | None) -> _Differences:
@@ -159,16 +172,13 @@ def _composite(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: floa
     ys = _blocks(oracle, x, out, A, Bs, c)
     d = x.shape[0]
     box = _bounds(getattr(oracle, "feasible_set", None), d)
-    s = _nonzero_rms(x)
-    D = _differences(x, s if s > 0 else 1.0, box)
+    s0 = max(_nonzero_rms(x), 1.0)  # a first pass, to measure the curvature (a point near 0 has no scale of its own)
+    D = _differences(x, s0, box)
     obj = _objective_at(ev, x, D)
-    if s == 0.0:  # x = 0: the variables' units from the curvature, sqrt(|f| / |H|), when much smaller than 1
-        top = float(np.abs(obj.curv).max(initial=0.0))
-        natural = math.sqrt(abs(obj.f) / top) if top > 0 and obj.f != 0.0 else 0.0
-        s = natural if 0.0 < natural < 1e-2 else 1.0
-        if s < 1.0:
-            D = _differences(x, s, box)
-            obj = _objective_at(ev, x, D)
+    s = variables_scale(x, obj.f, float(np.abs(obj.curv).max(initial=0.0)))
+    if s < 1e-2 * s0:  # steps of eps^(1/4) at the point's scale are too long for these units: once more at theirs
+        D = _differences(x, s, box)
+        obj = _objective_at(ev, x, D)
     span = D.a + D.b
     floor = 10.0 * obj.noise / (max(float(span.min()), 1e-300) * tol) if span.size else 0.0
     return composite_verdict(x, ys, obj.grad, s * float(np.abs(obj.curv).max(initial=0.0)), obj.comp, floor, A, Bs, c,
@@ -191,7 +201,10 @@ def composite_verdict(
     s = float(scale) if scale is not None else (_nonzero_rms(x) or 1.0)
     By = sum((b @ v for b, v in zip(Bs, ys)), np.zeros_like(c))
     rc = float(np.linalg.norm(A @ x + By - c))
-    ref_c = max(float(np.linalg.norm(A @ x)), float(np.linalg.norm(By)), float(np.linalg.norm(c)))
+    # the size of A x at the variables' own scale is the least reference (a solution at x = 0 with c = 0 would
+    # otherwise be asked for a coupling residual of exactly 0)
+    ref_c = max(float(np.linalg.norm(A @ x)), float(np.linalg.norm(By)), float(np.linalg.norm(c)),
+                float(np.linalg.norm(A, 2)) * s * math.sqrt(max(x.shape[0], 1)))
     coupling = _ratio(rc, ref_c) if rc > 64 * _EPS * ref_c else 0.0
     # the problem's gradient scale without the multiplier, and each block's own units (y_j's typical size)
     base = max(float(np.linalg.norm(g)), curvature, comp, floor)
