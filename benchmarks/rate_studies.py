@@ -28,7 +28,7 @@ from typing import Any
 
 from zoframe_verify import rate_study
 
-ADMM = {"eta": 0.5, "rho": 1.0, "b": 4, "mu": 1e-4, "rank_check": "ignore"}
+ADMM = {"eta": 0.5, "rho": 1.0, "b": 4, "mu": 1e-4, "rank_check": "ignore", "steps": "paper"}
 PENALTY = {"eta_w": 0.05, "eta_p": 0.05, "M1": 20, "M2": 50, "M3": 50, "beta": 1.0, "lam": 1.0}
 
 STUDIES: dict[str, dict[str, Any]] = {

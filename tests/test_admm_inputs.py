@@ -99,7 +99,7 @@ def test_r_below_the_paper_bound_is_rejected(solver: str) -> None:
 def test_rank_deficient_a_warns_or_errors(solver: str) -> None:
     toy = FusedLassoToy()  # A = [I; D] is 15 x 8: not of full row rank
     with pytest.warns(RankDeficientCouplingWarning, match="Assumption 4"):
-        zoframe.minimize(toy, solver, rng=0, max_iter=1, b=2)
+        zoframe.minimize(toy, solver, rng=0, max_iter=1, b=2, steps="paper")
     with pytest.raises(InvalidInputError, match="not of full row rank"):
         zoframe.minimize(toy, solver, rng=0, max_iter=1, rank_check="error")
 

@@ -39,7 +39,7 @@ def test_fused_lasso_structure_and_gradient(news: FusedLasso) -> None:
 
 @pytest.mark.data("20news_w100")
 def test_fused_lasso_svrg_admm_decreases_objective_and_test_loss(news: FusedLasso) -> None:
-    res = zoframe.minimize(news, "zo-svrg-admm", rng=0, max_iter=300, rho=0.1, eta=5.0, rank_check="ignore")
+    res = zoframe.minimize(news, "zo-svrg-admm", rng=0, max_iter=300, rho=0.1, eta=5.0, rank_check="ignore", steps="paper")
     fun, test = res.trace["fun"], res.trace["test_loss"]
     assert fun[-1] < 0.6 * fun[0]
     assert test[-1] < 0.7 * test[0]
@@ -57,7 +57,7 @@ def test_structured_attack_is_black_box_and_lowers_the_attack_loss() -> None:
     X = np.zeros((3, 64))
     vals = prob.components(X, np.arange(10))
     assert vals.shape == (3, 10) and np.all(vals > 0)  # correctly classified images: positive margin
-    res = zoframe.minimize(prob, "zo-saga-admm", rng=0, max_iter=150, b=4, eta=0.02, rank_check="ignore")
+    res = zoframe.minimize(prob, "zo-saga-admm", rng=0, max_iter=150, b=4, eta=0.02, rank_check="ignore", steps="paper")
     loss = res.trace["attack_loss"]
     assert loss[-1] < 0.2 * loss[0]
     assert res.measures["fooled"] >= 0.5

@@ -33,7 +33,8 @@ def news() -> FusedLasso:
 def _median_slope(prob: FusedLasso, solver: str) -> float:
     slopes = []
     for seed in range(3):
-        res = zoframe.minimize(prob, solver, rng=seed, max_iter=2000, record_every=1, rank_check="ignore", rho=0.1, eta=5.0)
+        res = zoframe.minimize(prob, solver, rng=seed, max_iter=2000, record_every=1, rank_check="ignore", rho=0.1, eta=5.0,
+                               steps="paper")
         slopes.append(_slope(res.trace["stationarity"][1:]))
     return float(np.median(slopes))
 

@@ -75,10 +75,13 @@ minimax problems (``min_x max_{y in Y} F(x, y)``, at the run's own ``y``)
     concave in ``y``).
 
 composite problems (``min f(x) + sum_j psi_j(y_j)`` s.t. ``A x + sum_j B_j y_j = c``, ADMM)
-    with the run's ``y_j`` and ``lam`` (``lam`` fitted by least squares ``A^T lam = grad f`` when
-    the run reports none): the largest of ``|grad f - A^T lam| / max(|grad f|, |A^T lam|, ...)``,
-    ``sqrt(sum_j dist(B_j^T lam, d psi_j(y_j))^2) / |B^T lam|`` and the relative coupling residual
-    ``|A x + B y - c| / max(|A x|, |B y|, |c|)``.
+    with the run's ``y_j`` (solved from the coupling when it determines them) and the run's ``lam`` or
+    ``lam`` fitted at the point, whichever fits better (:mod:`zoframe.certificate.composite`): the
+    largest of ``|grad f - A^T lam| / ref``, ``sqrt(sum_j dist(B_j^T lam, d psi_j(y_j))^2) / ref`` (a
+    block whose kinks are off by rounding judged at its prox point) and the relative coupling residual
+    ``|A x + B y - c| / max(|A x|, |B y|, |c|)``, with ``ref = max(|grad f|, |A^T lam|, |B^T lam|,
+    s max_j |H_jj|, mean_i |grad f_i|)`` in the gradient's units (``s`` the point's typical entry: steps and
+    scales in the variables' own units: the larger of that and sqrt(|f| / |H|); no floor of 1).
 
 Cost, counted under the purpose ``"certify"`` (``Result.nfev_by_purpose["certify"]`` and
 :attr:`Certificate.evaluations`), by default outside the run's budget (like ``"monitor"``), with
@@ -87,7 +90,8 @@ evaluations, one full pass over the ``m`` constraints, ``2 d K`` constraint eval
 ``K <= active_cap`` candidates' gradients, and for the probes ``2 p (n + K + |A|)`` (``p <= probes``
 directions, ``|A|`` the constraints carrying a multiplier), with equality constraints ``(2 d + 1) m_eq``
 and ``4 p m_eq`` more. Minimax: ``(2 (d + d_y) + 1) n``.
-Composite: ``(2 d + 1) n``. Deterministic: no randomness.
+Composite: ``(2 d + 1) n`` (twice when the curvature says the variables' units are far below the point's).
+Deterministic: no randomness.
 """
 
 from __future__ import annotations

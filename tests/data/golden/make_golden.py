@@ -78,6 +78,7 @@ CASES: dict[str, tuple[str, dict[str, Any], str, dict[str, Any]]] = {
 PINNED: dict[str, dict[str, Any]] = {
     "dszog": {"steps": "paper"},
     "adszog": {"steps": "paper"},
+    "zo-svrg-admm": {"steps": "paper"},
 }
 
 #: relative tolerance of floats when the environment differs from the reference's
