@@ -432,7 +432,7 @@ class StochasticPhase:
         return StochasticState(alg.x, k.value, alg, new_rule)
 
     def end(self, oracle: CountingOracle, st: StochasticState) -> PhaseEnd | None:
-        if self.mode == "paper":
+        if self.mode == "paper" or st.rule.steps == 0:  # nothing to test before the first step
             return None
         r = st.rule
         where = (f"after {r.steps} steps: relative residuals primal {r.rel_p:.3g}, dual {r.rel_d:.3g}; "
