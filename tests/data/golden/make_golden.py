@@ -78,6 +78,8 @@ CASES: dict[str, tuple[str, dict[str, Any], str, dict[str, Any]]] = {
 PINNED: dict[str, dict[str, Any]] = {
     "dszog": {"steps": "paper"},
     "adszog": {"steps": "paper"},
+    "zo-gda": {"steps": "paper"},
+    "zo-sgda": {"steps": "paper"},
 }
 
 #: relative tolerance of floats when the environment differs from the reference's
