@@ -32,27 +32,33 @@ first-order references), and on one shared piece, the ascent to a tolerance (:fu
     Algorithm for Nonconvex Minimax Optimization*, NeurIPS 2022, Algorithm 1), simultaneous steps at the
     old pair ``(x_t, y_t)``::
 
-        T1  v_x <- v_x + |G_t|^2 / |G_0|^2,   v_y <- v_y + |H_t|^2 / |H_0|^2
-        T2  x_{t+1} = x_t - (D_x / |G_0|) G_t / max(v_x, v_y)^alpha            (alpha = 0.6)
-        T3  y_{t+1} = Proj_Y(y_t + (D_y / |H_0|) H_t / v_y^beta)              (beta = 0.4)
+        T1  v_x <- v_x + |G_t|^2 / c_x,   v_y <- v_y + |H_t|^2 / c_y
+        T2  x_{t+1} = x_t - e_x G_t / max(v_x, v_y)^alpha            (alpha = 0.6)
+        T3  y_{t+1} = Proj_Y(y_t + t_y H_t / v_y^beta)              (beta = 0.4)
 
     ``alpha > beta`` separates the time scales as the accumulators grow (``x`` slows down relative to ``y``
     without knowing ``kappa``), and ``max(v_x, v_y)`` holds ``x`` back while ``y`` is still far from its
-    maximiser. Deviations, stated: TiAda accumulates the raw squared norms; here they are divided by the
-    first ones, so that multiplying ``F`` by a constant changes nothing; and the initial steps (TiAda's
-    ``eta^x``, ``eta^y``) are not given but measured at the start: ``D_y / |H_0|`` is the ascent's backtracked
-    step at ``x_0``, ``D_x`` the longest of ``0.1 s_x 4^k`` (``s_x`` the scale of ``x``) that passes M3 (an
-    Armijo test on ``Phi``, with the ascent at each trial point), so that both are in the units of ``x`` and
-    ``y`` whatever their scale. With sampled estimates (a batch that does not cover every component) two values
-    of ``Phi`` after two ascents differ by noise, a tiny step can pass by chance and TiAda's steps only shrink:
-    ``D_x = 0.1 s_x`` there.
+    maximiser. Deviations, stated: TiAda accumulates the raw squared norms; here they are divided by
+    ``c_x``, ``c_y``, the means of the first five squared norms (:func:`_reference`: one norm alone may be
+    small by chance under sampling), so that multiplying ``F`` by a constant changes nothing; and the initial
+    steps (TiAda's ``eta^x``, ``eta^y``) are not given but measured at the start: ``t_y`` is the ascent's
+    backtracked step at ``x_0``, ``e_x |G|`` the longest of ``0.1 s_x 4^k`` (``s_x`` the scale of ``x``) that
+    passes M3 (an Armijo test on ``Phi``, with the ascent at each trial point, all to the start's tolerance),
+    so that both are in the units of ``x`` and ``y`` whatever their scale. With sampled estimates (a batch that
+    does not cover every component) two values of ``Phi`` after two ascents differ by noise, a tiny step can
+    pass by chance and TiAda's steps only shrink: ``e_x |G| = 0.1 s_x`` there.
 
-Both phases end on tests in relative, scale-free terms (the estimate norms against the first ones,
-``r_t = max(|G_t| / |G_0|, |M_t| / |M_0|)``, as the median of the last five iterations): when a refinement
-follows (deterministic problems), they hand over once ``r_t <= handover`` (default ``1e-2``), once
-``r_t`` has not halved in ``patience`` iterations, or once they have spent ``share`` of ``max_calls``;
-without one (a sampled finite sum), ``r_t <= stop`` is ``CONVERGED`` (the certificate then decides) and a
-stall is ``NOISE_LIMITED``: the estimates' noise, not the distance to a stationary point, decides their size.
+With sampled estimates :class:`MultiStepPhase` does not backtrack on ``Phi`` either: its descent step is
+AdaGrad-norm's, ``x <- x - eta G / sqrt(sum |G|^2 / c_x)`` (Ward, Wu & Bottou 2019), after the ascent.
+
+Both phases end on tests in relative, scale-free terms. When a refinement follows (deterministic problems)
+they hand over on the relative stationarity estimate ``r_t = max(|G_t| / |G_ref|, |M_t| / |H_ref|)`` (the
+median of the last five iterations; the references from the start): once ``r_t <= handover`` (0.1), once it
+has not halved in ``patience`` (10) iterations, once three descent steps in a row found no decrease (the
+GDMSA forms), or once the phase has spent ``share`` (0.3) of ``max_calls``. Without one (sampled
+estimates) the run ends ``NOISE_LIMITED`` when the exponential moving average of its x-estimates (weight
+0.1) has been within one standard error of 0 for 20 iterations in a row, after at least 100: their noise,
+not the distance to a stationary point, then decides their size (:func:`_noise_ratio`); else on its budget.
 
 Smoothing radii of the zeroth-order estimates: ``mu = sqrt(eps) s`` with ``s`` the larger of the block's
 scale at the start of the phase and now (the root mean square of its entries, 1 when they are all 0),
@@ -285,7 +291,7 @@ def calibrate(
 @dataclass(frozen=True)
 class StopRule:
     """When a stochastic phase ends (module docstring): ``handover`` / ``patience`` / ``share`` with a refinement to
-    hand over to; ``stop`` / ``patience`` without one."""
+    hand over to; ``stop`` and the noise test without one."""
 
     refine_next: bool
     handover: float = 0.1

@@ -621,9 +621,6 @@ class ZOSGDA(_Stochastic, _GDA):
         super().__post_init__()
         self._check_batches()
 
-    def _paper_cost(self, oracle: CountingOracle) -> int:  # pragma: no cover - the batches make it vary
-        raise NotImplementedError
-
     @property
     def calls_per_step(self) -> Callable[[CountingOracle], int] | None:
         return None  # the distinct draws of a batch vary
