@@ -44,7 +44,7 @@ def calls_to_eps(total: int, kappa: float, eps_list: list[float], seed: int, eta
             hits[pending.pop(0)] = float(info.calls)
         return not pending
 
-    minimize(problem, ZOGDA(eta1=eta1, eta2=eta2, kappa=kappa), rng=seed, x0=x0, max_calls=max_calls,
+    minimize(problem, ZOGDA(steps="paper", eta1=eta1, eta2=eta2, kappa=kappa), rng=seed, x0=x0, max_calls=max_calls,
              max_iter=10**7, callback=cb, record_every=0)
     return hits
 

@@ -1,4 +1,6 @@
-"""ZO-GDA, ZO-GDMSA, ZO-SGDA, ZO-SGDMSA and the first-order SGDA / SGDMSA (zoframe_minimax).
+"""ZO-GDA, ZO-GDMSA, ZO-SGDA, ZO-SGDMSA and the first-order SGDA / SGDMSA under the papers' steps (zoframe_minimax).
+
+The automatic steps, the phases and the certificate are tested in ``test_minimax_auto.py``.
 
 Stochastic claims are tested on the median over 10 seeds with the tolerance stated next to each.
 """
@@ -41,7 +43,7 @@ def _median_grad_g(problem: NCSC, solver: Any, **budget: Any) -> tuple[float, fl
 # --------------------------------------------------------------------------- convergence
 @pytest.mark.parametrize(
     "solver",
-    [ZOGDA(eta1=0.1, eta2=0.5), ZOGDMSA(eta1=0.2, eta2=0.5, T=3)],
+    [ZOGDA(steps="paper", eta1=0.1, eta2=0.5), ZOGDMSA(steps="paper", eta1=0.2, eta2=0.5, T=3)],
     ids=["zo-gda", "zo-gdmsa"],
 )
 def test_deterministic_zo_reaches_small_grad_g(solver: Any) -> None:
@@ -56,8 +58,8 @@ def test_deterministic_zo_reaches_small_grad_g(solver: Any) -> None:
 @pytest.mark.parametrize(
     "solver",
     [
-        ZOSGDA(eta1=0.1, eta2=0.5, batch1=4, batch2=4),
-        ZOSGDMSA(eta1=0.2, eta2=0.5, T=3, batch1=4, batch2=4),
+        ZOSGDA(steps="paper", eta1=0.1, eta2=0.5, batch1=4, batch2=4),
+        ZOSGDMSA(steps="paper", eta1=0.2, eta2=0.5, T=3, batch1=4, batch2=4),
     ],
     ids=["zo-sgda", "zo-sgdmsa"],
 )
@@ -73,7 +75,8 @@ def test_stochastic_zo_reaches_noise_floor(solver: Any) -> None:
 
 @pytest.mark.parametrize(
     "solver",
-    [SGDA(eta1=0.1, eta2=0.5, batch1=4, batch2=4), SGDMSA(eta1=0.2, eta2=0.5, T=3, batch1=4, batch2=4)],
+    [SGDA(steps="paper", eta1=0.1, eta2=0.5, batch1=4, batch2=4),
+     SGDMSA(steps="paper", eta1=0.2, eta2=0.5, T=3, batch1=4, batch2=4)],
     ids=["sgda", "sgdmsa"],
 )
 def test_first_order_references_converge(solver: Any) -> None:
@@ -101,9 +104,9 @@ def test_gdmsa_needs_fewer_calls_than_gda_when_kappa_is_large() -> None:
         minimize(problem, solver, rng=seed, max_calls=150_000, max_iter=10**6, callback=cb, record_every=0)
         return hit.get("calls", math.inf)
 
-    msa = float(np.median([calls_to_eps(ZOGDMSA(eta1=0.4, eta2=0.5, T=2), s) for s in SEEDS]))
+    msa = float(np.median([calls_to_eps(ZOGDMSA(steps="paper", eta1=0.4, eta2=0.5, T=2), s) for s in SEEDS]))
     gda = {
-        e1: float(np.median([calls_to_eps(ZOGDA(eta1=e1, eta2=0.5), s) for s in SEEDS]))
+        e1: float(np.median([calls_to_eps(ZOGDA(steps="paper", eta1=e1, eta2=0.5), s) for s in SEEDS]))
         for e1 in (0.02, 0.04, 0.08)
     }
     assert math.isfinite(msa)
@@ -119,7 +122,8 @@ def test_ball_and_box_and_simplex_y_sets() -> None:
         assert problem.y_set is not None
         ratios = []
         for seed in SEEDS:
-            res = minimize(problem, ZOGDMSA(eta1=0.2, eta2=0.5, T=3), rng=seed, max_iter=300, record_every=0)
+            res = minimize(problem, ZOGDMSA(steps="paper", eta1=0.2, eta2=0.5, T=3), rng=seed, max_iter=300,
+                           record_every=0)
             y = res.outputs["y"]
             assert np.allclose(problem.y_set.project(y), y)
             ratios.append(np.linalg.norm(problem.grad_g(res.x)) / np.linalg.norm(problem.grad_g(problem.x0)))
@@ -146,7 +150,7 @@ class _CountingValues:
 def test_one_batched_call_per_estimate(cls: Any, T: int) -> None:
     problem = NCSC(d1=7, d2=3, kappa=5, n=3, seed=2)
     wrapped = _CountingValues(problem)
-    solver = cls(T=T) if cls is ZOGDMSA else cls()
+    solver = cls(steps="paper", T=T) if cls is ZOGDMSA else cls(steps="paper")
     oracle = CountingOracle(wrapped)
     rng = np.random.default_rng(0)
     state = solver.init(oracle, problem.x0, rng)
@@ -163,7 +167,7 @@ def test_stochastic_batch_counts_distinct_samples() -> None:
     problem = NCSC(d1=4, d2=2, kappa=5, n=50, seed=0)
     wrapped = _CountingValues(problem)
     oracle = CountingOracle(wrapped)
-    solver = ZOSGDA(batch1=30, batch2=30, q1=5, q2=3, check_concavity=False)
+    solver = ZOSGDA(steps="paper", batch1=30, batch2=30, q1=5, q2=3, check_concavity=False)
     rng = np.random.default_rng(3)
     state = solver.init(oracle, problem.x0, rng)
     solver.step(oracle, state, rng)
@@ -196,7 +200,8 @@ def test_defaults_follow_the_paper() -> None:
     m1, m2 = ZOGDMSA().radii(123, 200)
     assert m1 == pytest.approx(1.5 * 0.01 * 123**-1.5)
     assert m2 == pytest.approx(1.5 * 0.01 * 200**-1.5 / math.sqrt(k))
-    assert (ZOSGDA().eta1, ZOSGDA().eta2, ZOSGDMSA().eta1, ZOSGDMSA().eta2) == (0.01, 0.01, 0.001, 0.01)
+    assert (ZOSGDA().eta1_, ZOSGDA().eta2_, ZOSGDMSA().eta1_, ZOSGDMSA().eta2_, ZOSGDMSA().T_) == (0.01, 0.01, 0.001, 0.01, 10)
+    assert ZOGDA().steps == "auto" and ZOGDA().eta1 is None  # the papers' steps are resolved under steps="paper"
     assert ZOGDA(mu1=1e-3, q1=7).radii(3, 3)[0] == 1e-3 and ZOGDA(q1=7).directions(3, 3)[0] == 7
 
 
@@ -208,7 +213,7 @@ def test_theory_step_sizes() -> None:
     assert msa["eta1"] == pytest.approx(1 / (12 * 4 * 2))
     assert msa["T"] == math.ceil(3 * math.log(100))
     s = with_theory_steps(ZOGDMSA(), ell=2.0, kappa=3.0)
-    assert (s.eta1, s.T) == (msa["eta1"], msa["T"])
+    assert (s.eta1, s.T, s.steps) == (msa["eta1"], msa["T"], "paper")
     with pytest.raises(InvalidParameterError, match="kappa"):
         theory_step_sizes("gda", ell=1.0, kappa=0.5)
 
@@ -216,7 +221,7 @@ def test_theory_step_sizes() -> None:
 def test_inputs_not_mutated_and_outputs_have_x_and_y() -> None:
     problem = NCSC(d1=4, d2=2, kappa=4, seed=0)
     x0 = problem.x0.copy()
-    res = minimize(problem, ZOSGDMSA(T=2, eta1=0.1, eta2=0.5), rng=0, max_iter=5, x0=x0)
+    res = minimize(problem, ZOSGDMSA(steps="paper", T=2, eta1=0.1, eta2=0.5), rng=0, max_iter=5, x0=x0)
     assert np.array_equal(x0, problem.x0)
     assert set(res.outputs) == {"x", "y"} and res.outputs["y"].shape == (2,)
     assert {"fun", "g", "grad_g_norm", "y_mapping_norm", "grad_x_norm", "dist_y_star"} <= set(res.trace.names)
@@ -241,7 +246,7 @@ def test_inputs_not_mutated_and_outputs_have_x_and_y() -> None:
 )
 def test_bad_hyper_parameters(cls: Any, kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(InvalidParameterError, match=match):
-        cls(**kwargs)
+        cls(steps="paper", **kwargs)
 
 
 class _NoEval:
@@ -342,6 +347,6 @@ def test_direction_counts_are_refused_with_an_estimator_but_radii_reach_it(name:
     res = minimize(problem, name, estimator=est, rng=0, max_iter=2, mu1=0.03, mu2=0.02, check_concavity=False)
     assert res.nit == 2 and est.radii and set(est.radii) == {0.03, 0.02}
     # without estimator=, q1 still sizes the default estimate: (q1 + 1) rows per component
-    one = minimize(problem, name, rng=0, max_iter=1, q1=5, q2=2, check_concavity=False)
-    two = minimize(problem, name, rng=0, max_iter=1, q1=7, q2=2, check_concavity=False)
+    one = minimize(problem, name, rng=0, max_iter=1, q1=5, q2=2, check_concavity=False, steps="paper")
+    two = minimize(problem, name, rng=0, max_iter=1, q1=7, q2=2, check_concavity=False, steps="paper")
     assert two.nfev_by_purpose["estimate"] > one.nfev_by_purpose["estimate"]

@@ -192,7 +192,7 @@ def test_rate_study_recovers_a_sublinear_exponent_of_the_last_iterates(tmp_path:
     [
         ("zo-sgd", "quadratic", {"eta": 0.05}, "fun_gap"),
         ("zo-sgd", "quadratic", {"eta": 0.05}, "fun"),  # a column of the problem's own measures
-        ("zo-gda", "saddle-quadratic", {"eta1": 0.05, "eta2": 0.5}, None),  # grad_g_norm_sq
+        ("zo-gda", "saddle-quadratic", {"steps": "paper", "eta1": 0.05, "eta2": 0.5}, None),  # grad_g_norm_sq
         ("zo-svrg-admm", "lasso-composite", {"eta": 0.05, "rho": 1.0, "b": 4, "mu": 1e-4, "steps": "paper"}, None),  # dist2
         # the papers' fixed steps and penalty: steps="auto" adapts beta, which the measure takes as fixed
         ("dszog", "kkt-qp", {"eta_w": 0.05, "eta_p": 0.05, "M1": 20, "M2": 50, "M3": 50, "beta": 1.0, "lam": 1.0,

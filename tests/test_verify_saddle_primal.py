@@ -42,7 +42,7 @@ def test_primal_is_the_max_over_y(boxed: bool) -> None:
 
 def test_primal_measure_bounds_the_run_value_from_above() -> None:
     prob = SaddleQuadratic(dim=3, dim_y=4, n=6, seed=0)
-    res = zoframe.minimize(prob, "zo-gda", rng=0, max_iter=30, eta1=0.05, eta2=0.5, record_every=10)
+    res = zoframe.minimize(prob, "zo-gda", rng=0, max_iter=30, steps="paper", eta1=0.05, eta2=0.5, record_every=10)
     primal, fun = res.trace["primal"], res.trace["fun"]
     assert len(primal) == len(fun) >= 3
     assert np.all(primal >= fun - 1e-12) and primal[0] > fun[0]  # F(x, y0) lies below max_y F(x, y)

@@ -18,7 +18,7 @@ One iteration (:func:`qn_step`, the lines ``# Q.k``)::
     Q3  a backtracking line search along the projected path P(x + a p) (a = 1, 1/4, ...): Armijo's test
         relaxed by twice the noise of f (Berahas, Byrd & Nocedal 2019), at most 12 trial points
     Q4  a damped BFGS update of B (Powell 1978) in scaled variables z = x / s
-    Q5  the tests (:func:`_tested`): CONVERGED when the projected gradient |x - P(x - g)|_inf <= gtol
+    Q5  the tests (:func:`_tested`): CONVERGED when the projected gradient |lim_{t->0} (x - P(x - t g)) / t|_inf <= gtol
         (the user's tolerance in the problem's units) or when each of its entries is <= rtol s_i |H_ii|
         (the gradient that a Newton step of relative length rtol along that coordinate removes; a floor
         of 1e-6 max_j s_j |H_jj| for flat coordinates); NOISE_LIMITED when the line search
@@ -134,7 +134,7 @@ class Region:
 class RefineSettings:
     """The tests of the refinement, in the problem's own units where they have units.
 
-    ``gtol``: converged when the projected gradient ``|x - P(x - g)|_inf <= gtol`` (``None``: only the
+    ``gtol``: converged when the projected gradient ``|lim_{t->0} (x - P(x - t g)) / t|_inf <= gtol`` (``None``: only the
     relative test). ``rtol``: converged when each entry ``i`` is ``<= rtol * s_i |H_ii|`` (the gradient that
     a Newton step of relative length ``rtol`` along that coordinate removes). ``xtol``: a line search whose trial steps all fall
     below ``xtol s_i`` has found no decrease. ``noise``: the absolute noise of ``f`` (``None``: the
@@ -261,11 +261,25 @@ def _gradient(
     return np.asarray(g, dtype=np.float64), np.asarray(curv, dtype=np.float64), 2 * d
 
 
-def _projected(x: Array, g: Array, region: Region, t: float = 1.0) -> Array:
-    """``(x - P(x - t g)) / t``: the projected gradient (``g`` itself without a set)."""
-    if region.box or region.project is not None:
-        out: Array = (x - region.clip((x - t * g)[None, :])[0]) / t
+def _projected(x: Array, g: Array, region: Region, scale: Array) -> Array:
+    """The projected gradient in the units of ``g``: the limit ``t -> 0+`` of ``(x - P(x - t g)) / t``.
+
+    A box: ``g_i``, or 0 where ``x_i`` sits at a bound that ``-g_i`` points out of. Another convex set:
+    ``(x - P(x - t g)) / t`` with ``t = 1e-3 min_i s_i / |g|_inf`` (a step of a thousandth of the smallest scale).
+    No set: ``g`` itself. (``x - P(x - g)`` itself is at most the set's diameter: a small set and a large gradient
+    would pass for a small gradient.)"""
+    if region.box:
+        lo, hi = np.asarray(region.lower), np.asarray(region.upper)
+        held = ((x <= lo) & (g > 0)) | ((x >= hi) & (g < 0))
+        out: Array = np.where(held, 0.0, g)
         return out
+    if region.project is not None:
+        gmax = float(np.abs(g).max(initial=0.0))
+        if not (gmax > 0 and math.isfinite(gmax)):
+            return g
+        t = 1e-3 * float(np.min(scale)) / gmax
+        mapped: Array = (x - region.clip((x - t * g)[None, :])[0]) / t
+        return mapped
     return g
 
 
@@ -317,7 +331,7 @@ def qn_start(
 def _tested(st: QNState, region: Region, settings: RefineSettings) -> QNState:
     """The tests of Q5 at the state's point: the projected gradient, its reference and its error; CONVERGED
     when a test passes."""
-    pg_vec = np.abs(_projected(st.x, st.g, region))
+    pg_vec = np.abs(_projected(st.x, st.g, region, st.scale))
     pg = float(pg_vec.max(initial=0.0))
     c = np.where(np.isfinite(st.curv), np.abs(st.curv), np.nan)
     if np.isfinite(c).any():

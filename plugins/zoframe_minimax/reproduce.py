@@ -52,13 +52,14 @@ STYLES = {"zo-sgda": ("tab:blue", "-"), "zo-sgdmsa": ("tab:red", "-"), "sgda": (
 def solver_for(name: str, eps: float, batch: int, T: int) -> Any:
     """The section 5 configuration of one of the four solvers."""
     if name == "zo-sgda":
-        return ZOSGDA(eta1=0.01, eta2=0.01, eps=eps, batch1=batch, batch2=batch, check_concavity=False)
+        return ZOSGDA(steps="paper", eta1=0.01, eta2=0.01, eps=eps, batch1=batch, batch2=batch, check_concavity=False)
     if name == "zo-sgdmsa":
-        return ZOSGDMSA(eta1=0.001, eta2=0.01, T=T, eps=eps, batch1=batch, batch2=batch, check_concavity=False)
+        return ZOSGDMSA(steps="paper", eta1=0.001, eta2=0.01, T=T, eps=eps, batch1=batch, batch2=batch,
+                        check_concavity=False)
     if name == "sgda":
-        return SGDA(eta1=0.01, eta2=0.01, batch1=batch, batch2=batch)
+        return SGDA(steps="paper", eta1=0.01, eta2=0.01, batch1=batch, batch2=batch)
     if name == "sgdmsa":
-        return SGDMSA(eta1=0.001, eta2=0.01, T=T, batch1=batch, batch2=batch)
+        return SGDMSA(steps="paper", eta1=0.001, eta2=0.01, T=T, batch1=batch, batch2=batch)
     raise InvalidInputError(f"unknown solver {name!r} for the minimax reproduction; choose from {SOLVERS}")
 
 

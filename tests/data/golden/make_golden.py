@@ -79,6 +79,8 @@ PINNED: dict[str, dict[str, Any]] = {
     "dszog": {"steps": "paper"},
     "adszog": {"steps": "paper"},
     "zo-svrg-admm": {"steps": "paper"},
+    "zo-gda": {"steps": "paper"},
+    "zo-sgda": {"steps": "paper"},
 }
 
 #: relative tolerance of floats when the environment differs from the reference's
