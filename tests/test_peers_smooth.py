@@ -212,10 +212,10 @@ def test_nested_minimax_reaches_the_closed_form() -> None:
     assert np.abs(res.outputs["y"] - _K * res.x / _MU).max() <= 1e-6  # the inner maximiser at the final x
     assert res.certificate is not None and res.certificate["kind"] == "minimax"
     assert res.nfev_by_kind == {"minimax": res.nfev}
-    # the inner L-BFGS-B asks value and gradient together: one batch of 1 + d_y = 4 pairs per request;
-    # besides, the trace's measures (one pair) and the certificate (one call of 1 + 2 d + 2 d_y = 13 pairs)
-    assert set(calls) == {1, 4, 13} and calls.count(13) == 1
-    assert res.nfev_by_purpose["peer"] == 4 * calls.count(4)
+    # the inner L-BFGS-B asks value and gradient together: one batch of 1 + d_y = 4 pairs per request; besides,
+    # the trace's measures (one pair) and the certificate (which solves the inner maximum again, outside the budget)
+    assert {1, 4} <= set(calls)
+    assert res.nfev_by_purpose["peer"] == res.nfev and res.nfev_by_purpose["certify"] > 0
 
 
 def test_nested_minimax_on_a_simplex_matches_a_reference() -> None:

@@ -147,17 +147,50 @@ def coordinate_estimate(
         pts = np.vstack([pts, B[:1]])
     vals = np.asarray(fun(pts), dtype=np.float64)  # ONE call
     body = vals[: P * 2 * d].reshape(P, 2 * d, -1)
-    comp = (body[:, :d, :] - body[:, d:, :]).transpose(0, 2, 1) / (2.0 * h)  # (P, b, d)
-    grad = comp.mean(axis=1)
     c0 = vals[-1] if center else None
+    if np.isfinite(vals).all():
+        comp = (body[:, :d, :] - body[:, d:, :]).transpose(0, 2, 1) / (2.0 * h)  # (P, b, d)
+    else:  # a failed trial (NaN / inf under nonfinite="inf"): the one-sided difference from the finite side
+        comp = _one_sided(body, c0, h)
+    grad = comp.mean(axis=1)
     curv = None
     if c0 is not None:
-        mean_p, mean_m = body[0, :d, :].mean(axis=1), body[0, d:, :].mean(axis=1)
-        curv = (mean_p + mean_m - 2.0 * float(c0.mean())) / (h * h)
+        with np.errstate(invalid="ignore"):  # a failed side gives no curvature there (nan, read as unknown)
+            mean_p, mean_m = body[0, :d, :].mean(axis=1), body[0, d:, :].mean(axis=1)
+            curv = (mean_p + mean_m - 2.0 * float(c0.mean())) / (h * h)
+        curv = np.where(np.isfinite(curv), curv, 0.0)
     calls = int(vals.size)
     if single:
         return CoordinateEstimate(grad[0], comp[0] if per_component else None, c0, curv, calls)
     return CoordinateEstimate(grad, comp if per_component else None, c0, curv, calls)
+
+
+def _one_sided(body: Array, c0: Array | None, h: Array) -> Array:
+    """The per-component differences ``(P, b, d)`` where a central difference met a non-finite value: the forward
+    or backward difference from the finite side (the first base point's value ``c0`` needed); raises
+    :class:`~zoframe.errors.DivergedError` when the point itself is not finite and
+    :class:`~zoframe.errors.NonFiniteValueError` when both sides failed or no base value is at hand."""
+    from zoframe.errors import DivergedError, NonFiniteValueError
+
+    d = h.shape[0]
+    plus, minus = body[:, :d, :], body[:, d:, :]
+    ok_p, ok_m = np.isfinite(plus), np.isfinite(minus)
+    if c0 is None or body.shape[0] > 1:
+        raise NonFiniteValueError("a central difference met a non-finite value and no value at the point is at hand")
+    if not np.isfinite(c0).all():
+        raise DivergedError("the function is not finite at the point itself: the iterate lies where it is undefined")
+    if not (ok_p | ok_m).all():
+        raise NonFiniteValueError(
+            "both points of a central difference gave non-finite values (the point is at the edge of a region where "
+            "the function is undefined)"
+        )
+    hh = h[None, :, None]
+    with np.errstate(invalid="ignore"):  # the failed sides' differences are not used
+        fwd = (plus - c0[None, None, :]) / hh
+        bwd = (c0[None, None, :] - minus) / hh
+        one = np.where(ok_p & ok_m, (plus - minus) / (2.0 * hh), np.where(ok_p, fwd, bwd))
+    out: Array = one.transpose(0, 2, 1)
+    return out
 
 
 def _pairs(d: int) -> tuple[IntArray, IntArray]:
