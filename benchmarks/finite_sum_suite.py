@@ -1,0 +1,359 @@
+"""Finite-sum suite: zo-sgd and zo-signsgd with their defaults against L-BFGS-B on forward differences.
+
+Problems (each at the scales 1e-2, 1 and 1e2 of its values and of its variables: ``sv f(x / sx)``):
+
+* LIBSVM ``svmguide3`` (from ``ZOFRAME_DATA`` when present, else a generated stand-in of the same shape: the
+  JSON says which ran): least squares, l2-regularised logistic regression, and (held out) a Huber loss;
+* nonconvex sums: ``sum_i (x_i - 1)^2 + log(1 + x_i^2)`` (with and without a box), a Rosenbrock chain (with and
+  without a box) and (held out) a sum of ``log(1 + r_i^2)`` residuals;
+* sampled sums (n = 20,000): logistic regression and least squares on generated data.
+
+References: scipy L-BFGS-B with exact gradients (gtol 1e-12, ftol 1e-15), the lowest of it and the closed form
+where there is one. "Within tau": ``f - f* <= tau (f(x0) - f*)`` (Moré & Wild's test, invariant to the scale and
+the shift of f). A FALSE claim: ``success=True`` at a point whose exact projected gradient is above ``1e-3`` of
+the start's. Evaluations to 1e-6: the first iteration (callback, exact f, not counted) within 1e-6, the
+oracle's count then. The peer: ``lbfgsb-fd`` when registered, else scipy's L-BFGS-B with forward differences
+called directly through a counting wrapper (the JSON says which). Held-out problems (``huber``, ``cauchy``)
+were not run while the solvers' defaults were chosen; they are reported separately.
+
+Run: ``python benchmarks/finite_sum_suite.py [--quick]``; prints ONE final line of JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+import json
+import math
+import os
+from pathlib import Path
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize as scipy_minimize
+
+import zoframe
+
+SOLVERS = ["zo-sgd", "zo-signsgd"]
+HELD_OUT = {"huber", "cauchy"}
+SCALES = [(1.0, 1.0), (1e-2, 1.0), (1e2, 1.0), (1.0, 1e-2), (1.0, 1e2), (1e2, 1e-2), (1e-2, 1e2)]
+
+
+@dataclass
+class Base:
+    """An unscaled finite sum: components ``comps(X, idx) -> (k, b)``, the mean's exact gradient, a start, a box."""
+
+    name: str
+    family: str
+    n: int
+    d: int
+    comps: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    grad: Callable[[np.ndarray], np.ndarray]
+    x0s: list[np.ndarray]
+    box: tuple[float, float] | None = None
+    closed: float | None = None
+
+
+def _libsvm(path: Path, d: int) -> tuple[np.ndarray, np.ndarray]:
+    rows, ys = [], []
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        ys.append(float(parts[0]))
+        r = np.zeros(d)
+        for p in parts[1:]:
+            k, v = p.split(":")
+            if int(k) <= d:
+                r[int(k) - 1] = float(v)
+        rows.append(r)
+    return np.asarray(rows), np.where(np.asarray(ys) > 0, 1.0, -1.0)
+
+
+def _data() -> tuple[np.ndarray, np.ndarray, str]:
+    root = os.environ.get("ZOFRAME_DATA")
+    d = 22
+    if root and (Path(root) / "svmguide3").exists():
+        A, y = _libsvm(Path(root) / "svmguide3", d)
+        src = "LIBSVM svmguide3 (ZOFRAME_DATA)"
+    else:
+        rng = np.random.default_rng(7)
+        A = rng.uniform(-1.0, 1.0, (1243, d))
+        y = np.where(A @ rng.standard_normal(d) + 0.3 * rng.standard_normal(1243) > 0, 1.0, -1.0)
+        src = "generated stand-in for svmguide3 (1243 x 22)"
+    A = np.hstack([A, np.ones((A.shape[0], 1))])  # an intercept
+    return A, y, src
+
+
+def problems(quick: bool) -> tuple[list[Base], str]:
+    A, y, src = _data()
+    n, d = A.shape
+    rng = np.random.default_rng(3)
+    x0s_data = [np.zeros(d), 0.5 * rng.standard_normal(d)]
+    out: list[Base] = []
+
+    def ls_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        r = X @ A[idx].T - y[idx]
+        return 0.5 * r * r
+
+    out.append(Base("ls-svmguide3", "least squares", n, d, ls_c, lambda x: A.T @ (A @ x - y) / n, x0s_data))
+    lam = 1e-3
+
+    def lr_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out_: np.ndarray = np.logaddexp(0.0, -(X @ A[idx].T) * y[idx]) + 0.5 * lam * (X * X).sum(axis=1)[:, None]
+        return out_
+
+    def lr_g(x: np.ndarray) -> np.ndarray:
+        s = 1.0 / (1.0 + np.exp((A @ x) * y))
+        return -(A.T @ (s * y)) / n + lam * x
+
+    out.append(Base("logistic-svmguide3", "logistic", n, d, lr_c, lr_g, x0s_data))
+    out.append(Base("logistic-svmguide3-box", "logistic", n, d, lr_c, lr_g, x0s_data, box=(-0.5, 0.5)))
+
+    def hub_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        r = np.abs(X @ A[idx].T - y[idx])
+        return np.where(r <= 1.0, 0.5 * r * r, r - 0.5)
+
+    def hub_g(x: np.ndarray) -> np.ndarray:
+        r = A @ x - y
+        return A.T @ np.clip(r, -1.0, 1.0) / n
+
+    out.append(Base("huber", "huber", n, d, hub_c, hub_g, x0s_data))
+    # nonconvex sums
+    dn = 20
+    xs = 0.4046193811643165  # the root of 2 (x - 1) + 2 x / (1 + x^2)
+
+    def nc_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return (((X - 1.0) ** 2 + np.log1p(X * X)).sum(axis=1))[:, None] + 0.0 * idx[None, :]
+
+    nc_g = lambda x: 2 * (x - 1) + 2 * x / (1 + x * x)  # noqa: E731
+    nc_f = dn * ((xs - 1) ** 2 + math.log1p(xs * xs))
+    x0s_nc = [np.zeros(dn), np.random.default_rng(4).uniform(-3, 3, dn)]
+    out.append(Base("nonconvex-sum", "nonconvex", 1, dn, nc_c, nc_g, x0s_nc, closed=nc_f))
+    out.append(Base("nonconvex-sum-box", "nonconvex", 1, dn, nc_c, nc_g, x0s_nc, box=(-1.0, 0.3)))
+    dr = 10
+
+    def rb_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        a, b = X[:, idx], X[:, idx + 1]
+        return 100.0 * (b - a * a) ** 2 + (1.0 - a) ** 2
+
+    def rb_g(x: np.ndarray) -> np.ndarray:
+        g = np.zeros_like(x)
+        a, b = x[:-1], x[1:]
+        g[:-1] += -400.0 * a * (b - a * a) - 2.0 * (1.0 - a)
+        g[1:] += 200.0 * (b - a * a)
+        return g / (dr - 1)
+
+    x0s_rb = [np.full(dr, -1.2), np.random.default_rng(5).uniform(-2, 2, dr)]
+    out.append(Base("rosenbrock-chain", "nonconvex", dr - 1, dr, rb_c, rb_g, x0s_rb, closed=0.0))
+    out.append(Base("rosenbrock-chain-box", "nonconvex", dr - 1, dr, rb_c, rb_g, x0s_rb, box=(-2.0, 0.8)))
+    rng = np.random.default_rng(6)
+    C = rng.standard_normal((60, 10))
+    t = C @ rng.standard_normal(10) + rng.standard_cauchy(60) * 0.3
+
+    def ca_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        r = X @ C[idx].T - t[idx]
+        return np.log1p(r * r)
+
+    def ca_g(x: np.ndarray) -> np.ndarray:
+        r = C @ x - t
+        return C.T @ (2 * r / (1 + r * r)) / 60
+
+    out.append(Base("cauchy", "cauchy", 60, 10, ca_c, ca_g, [np.zeros(10), rng.standard_normal(10)]))
+    if quick:
+        out = [b for b in out if b.name in ("nonconvex-sum", "logistic-svmguide3", "huber")]
+    return out, src
+
+
+def scaled(b: Base, sv: float, sx: float) -> tuple[Any, Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray], Any]:
+    def comps(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = sv * b.comps(X / sx, idx)
+        return out
+
+    full = np.arange(b.n)
+
+    def F(x: np.ndarray) -> float:
+        return float(comps(x[None, :], full).mean())
+
+    def G(x: np.ndarray) -> np.ndarray:
+        out: np.ndarray = (sv / sx) * b.grad(x / sx)
+        return out
+
+    bounds = None if b.box is None else (b.box[0] * sx, b.box[1] * sx)
+    return comps, F, G, bounds
+
+
+def proj_grad(x: np.ndarray, g: np.ndarray, bounds: Any) -> float:
+    if bounds is None:
+        return float(np.abs(g).max())
+    return float(np.abs(x - np.clip(x - g, bounds[0], bounds[1])).max())
+
+
+def reference(F: Any, G: Any, x0: np.ndarray, bounds: Any, d: int, closed: float | None) -> float:
+    bnds = None if bounds is None else [bounds] * d
+    r = scipy_minimize(F, x0, jac=G, method="L-BFGS-B", bounds=bnds,
+                       options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 20_000, "maxfun": 50_000})  # fmt: skip
+    best = float(r.fun)
+    return min(best, closed) if closed is not None else best
+
+
+def peer_run(F: Any, x0: np.ndarray, bounds: Any, n: int, d: int, target: float) -> dict[str, Any]:
+    """scipy L-BFGS-B on forward differences, each value counted as n evaluations."""
+    count = [0]
+    hit: list[int] = []
+
+    def counted(x: np.ndarray) -> float:
+        count[0] += n
+        v = F(x)
+        if not hit and v <= target:
+            hit.append(count[0])
+        return v
+
+    bnds = None if bounds is None else [bounds] * d
+    r = scipy_minimize(counted, x0, method="L-BFGS-B", bounds=bnds, options={"maxfun": 200_000, "maxiter": 20_000})
+    return {"f": float(r.fun), "nfev": count[0], "to_1e-6": hit[0] if hit else None}
+
+
+def zo_run(solver: str, comps: Any, F: Any, x0: np.ndarray, bounds: Any, n: int, seed: int, target: float,
+           max_calls: int) -> dict[str, Any]:  # fmt: skip
+    hit: list[int] = []
+
+    def cb(info: Any) -> None:
+        if not hit and F(np.asarray(info.x)) <= target:
+            hit.append(int(info.calls))
+
+    prob = zoframe.FiniteSum(comps, x0=x0, n=n, bounds=bounds) if n > 1 else zoframe.FiniteSum(
+        lambda X: comps(X, np.zeros(1, dtype=np.intp))[:, 0], x0=x0, bounds=bounds)
+    res = zoframe.minimize(prob, solver, rng=seed, max_calls=max_calls, record_every=0, callback=cb)
+    return {"f": F(res.x), "x": res.x, "status": res.status.name, "success": bool(res.success), "nfev": res.nfev,
+            "to_1e-6": hit[0] if hit else None, "calls": res.nfev_by_purpose}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="three problems, two scales, one seed")
+    ap.add_argument("--seeds", type=int, default=2)
+    args = ap.parse_args()
+    t0 = time.time()
+    peers = [s for s in zoframe.default_registry().solvers() if s in ("lbfgsb-fd", "pybobyqa")]
+    bases, src = problems(args.quick)
+    scales = SCALES[:2] if args.quick else SCALES
+    seeds = range(1 if args.quick else args.seeds)
+    rows: list[dict[str, Any]] = []
+    for b in bases:
+        for sv, sx in scales:
+            comps, F, G, bounds = scaled(b, sv, sx)
+            for k, x0u in enumerate(b.x0s):
+                x0 = x0u * sx
+                if bounds is not None:
+                    x0 = np.clip(x0, bounds[0], bounds[1])
+                fstar = reference(F, G, x0, bounds, b.d, None if b.closed is None else sv * b.closed)
+                f0 = F(x0)
+                gap = max(f0 - fstar, 1e-300)
+                target = fstar + 1e-6 * gap
+                pg0 = proj_grad(x0, G(x0), bounds)
+                peer = peer_run(F, x0, bounds, b.n, b.d, target)
+                budget = max(200_000, 5 * peer["nfev"])
+                for solver in SOLVERS:
+                    for seed in seeds:
+                        r = zo_run(solver, comps, F, x0, bounds, b.n, seed, target, budget)
+                        x = r.pop("x")
+                        stationary = proj_grad(x, G(x), bounds) <= 1e-3 * pg0
+                        rows.append({
+                            "problem": b.name, "family": b.family, "held_out": b.family in HELD_OUT, "sv": sv, "sx": sx,
+                            "start": k, "solver": solver, "seed": seed, "tau": (r["f"] - fstar) / gap,
+                            "status": r["status"], "success": r["success"], "false_claim": r["success"] and not stationary,
+                            "nfev": r["nfev"], "to_1e-6": r["to_1e-6"], "peer_to_1e-6": peer["to_1e-6"],
+                            "peer_tau": (peer["f"] - fstar) / gap,
+                        })  # fmt: skip
+    large = large_sums(args.quick)
+    summary = summarise(rows)
+    out = {
+        "data": src,
+        "peer": "registered " + ", ".join(peers) if peers else "scipy L-BFGS-B on forward differences, called directly "
+                                                              "through a counting wrapper (lbfgsb-fd not registered)",
+        "runs": len(rows), "by_family": summary["main"], "held_out": summary["held"], "large_n": large,
+        "seconds": round(time.time() - t0, 1), "numpy": np.__version__, "scipy": __import__("scipy").__version__,
+    }  # fmt: skip
+    print(json.dumps(out, sort_keys=True))
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    res: dict[str, Any] = {"main": {}, "held": {}}
+    keys = sorted({(r["held_out"], r["family"], r["solver"]) for r in rows})
+    for held, fam, solver in keys:
+        sel = [r for r in rows if r["held_out"] == held and r["family"] == fam and r["solver"] == solver]
+        ratios = [r["to_1e-6"] / r["peer_to_1e-6"] for r in sel if r["to_1e-6"] and r["peer_to_1e-6"]]
+        solved = [r for r in sel if r["tau"] <= 1e-6]
+        res["held" if held else "main"][f"{fam}/{solver}"] = {
+            "runs": len(sel),
+            "within_1e-6": round(len(solved) / len(sel), 3),
+            "peer_within_1e-6": round(sum(r["peer_tau"] <= 1e-6 for r in sel) / len(sel), 3),
+            "diverged": sum(r["status"] == "DIVERGED" for r in sel),
+            "success_claims": sum(r["success"] for r in sel),
+            "false_claims": sum(r["false_claim"] for r in sel),
+            "solved_not_certified": sum(not r["success"] for r in solved),
+            "evals_to_1e-6_over_peer_median": round(float(np.median(ratios)), 3) if ratios else None,
+            "evals_to_1e-6_over_peer_max": round(float(np.max(ratios)), 3) if ratios else None,
+        }
+    return res
+
+
+def large_sums(quick: bool) -> dict[str, Any]:
+    """n = 20,000 sampled sums: tau at the peer's budget for 1e-6, and evaluations to 1e-6 against the peer's."""
+    n, d = 20_000, 20
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((n, d)) * np.linspace(0.5, 2.0, d)
+    w = rng.standard_normal(d)
+    y = np.where(A @ w + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    t = A @ w + rng.standard_normal(n)
+
+    def lr(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.logaddexp(0.0, -(X @ A[idx].T) * y[idx]) + 5e-4 * (X * X).sum(axis=1)[:, None]
+        return out
+
+    def lr_g(x: np.ndarray) -> np.ndarray:
+        s = 1.0 / (1.0 + np.exp((A @ x) * y))
+        return -(A.T @ (s * y)) / n + 1e-3 * x
+
+    def ls(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        r = X @ A[idx].T - t[idx]
+        return 0.5 * r * r
+
+    out: dict[str, Any] = {}
+    full = np.arange(n)
+    for name, comps, grad in (("logistic-20000", lr, lr_g), ("least-squares-20000", ls, lambda x: A.T @ (A @ x - t) / n)):
+        F = lambda x, c=comps: float(c(x[None, :], full).mean())  # noqa: E731
+        per: dict[str, Any] = {}
+        for k, x0 in enumerate([np.zeros(d), 0.5 * np.random.default_rng(12).standard_normal(d)][: 1 if quick else 2]):
+            fstar = reference(F, grad, x0, None, d, None)
+            gap = F(x0) - fstar
+            peer = peer_run(F, x0, None, n, d, fstar + 1e-6 * gap)
+            E = int(peer["to_1e-6"])
+            for solver in SOLVERS:
+                for seed in range(1 if quick else 3):
+                    at_e = zo_run(solver, comps, F, x0, None, n, seed, fstar + 1e-6 * gap, E)
+                    more = zo_run(solver, comps, F, x0, None, n, seed, fstar + 1e-6 * gap, 3 * E)
+                    per.setdefault(solver, []).append({
+                        "start": k, "seed": seed, "tau_at_peer_budget": (at_e["f"] - fstar) / gap, "peer_to_1e-6": E,
+                        "to_1e-6_over_peer": None if more["to_1e-6"] is None else more["to_1e-6"] / E,
+                        "status_3x": more["status"], "success_3x": more["success"],
+                    })  # fmt: skip
+        out[name] = {
+            s: {
+                "runs": len(v),
+                "median_tau_at_peer_budget": float(np.median([r["tau_at_peer_budget"] for r in v])),
+                "share_within_1e-3_at_peer_budget": sum(r["tau_at_peer_budget"] <= 1e-3 for r in v) / len(v),
+                "median_to_1e-6_over_peer": float(np.median([r["to_1e-6_over_peer"] or math.inf for r in v])),
+                "success_3x": sum(r["success_3x"] for r in v),
+            }
+            for s, v in per.items()
+        }
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
