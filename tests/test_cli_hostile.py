@@ -145,7 +145,7 @@ def test_estimator_parameters_without_driver_support_are_a_clear_error(
 
     calls: list[Any] = []
 
-    def old_minimize(problem: Any, solver: Any = "zo-sgd", *, estimator: Any = None, **kw: Any) -> Any:
+    def old_minimize(problem: Any, solver: Any = "zo-sgd", steps="paper", *, estimator: Any = None, **kw: Any) -> Any:
         calls.append(kw)
         raise AssertionError("must not run")
 

@@ -135,8 +135,8 @@ def test_result_save_is_one_unit_a_crash_between_the_renames_is_rolled_forward(
     from zoframe import checkpoint
 
     prob = zoframe.FiniteSum(lambda X: (X * X).sum(1), x0=np.ones(3))
-    old = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3)
-    new = zoframe.minimize(prob, "zo-sgd", rng=1, max_iter=5)
+    old = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=3)
+    new = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=1, max_iter=5)
     base = tmp_path / "run"
     old.save(str(base))
     real_replace = os.replace

@@ -57,7 +57,7 @@ def test_verify_a_run_saved_from_python(tmp_path: Path, capsys: pytest.CaptureFi
     import zoframe
 
     prob = default_registry().make_problem("quadratic", dim=4)
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=400, eta=0.05)
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=400, eta=0.05)
     res.save(str(tmp_path / "mine"))
     code = main(["verify", str(tmp_path / "mine"), "--problem", "quadratic", "--problem-arg", "dim=4",
                  "--tol-stationarity", "0.05", "--tol-gap", "0.05"])
@@ -80,7 +80,7 @@ def test_verify_reads_the_problem_from_the_run_or_needs_its_name(
     from zoframe_basic.problems import Quadratic
 
     bare = tmp_path / "bare"
-    zoframe.minimize(Quadratic(), "zo-sgd", rng=0, max_iter=5).save(str(bare))  # saved without metadata
+    zoframe.minimize(Quadratic(), "zo-sgd", steps="paper", rng=0, max_iter=5).save(str(bare))  # saved without metadata
     assert main(["verify", str(bare)]) == 2
     assert "--problem NAME" in capsys.readouterr().err
     assert main(["verify", str(tmp_path / "missing"), "--problem", "quadratic"]) == 2

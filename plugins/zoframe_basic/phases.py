@@ -76,6 +76,10 @@ FAILS = 3
 AFFORD = 10
 #: the stochastic phase hands over to the sampled stages once the norm test asks for n / SAMPLED components
 SAMPLED = 64
+#: by default a sum is sampled (first batch 64) when n >= SAMPLE_MIN (d + 1), else every step uses all n components
+SAMPLE_MIN = 200
+#: iterations of one sampled stage before its sample grows anyway
+STAGE_ITERS = 30
 
 
 def typical_scale(x: Array, region: Region, fallback: float) -> float:
@@ -151,7 +155,7 @@ class StochasticPhase:
     estimator whose directions (and scale) the phase uses, or a user's estimator called as it is (its own
     ``mu``; no norm test then: the batch doubles when a line search fails); ``mu_rel``: the smoothing radius
     relative to the variables' typical scale; ``eta``: the first trial step relative to that scale;
-    ``batch``: the first batch size (``None``: ``min(n, 64)``); ``theta``: the norm test's bound;
+    ``batch``: the first batch size (``None``: 64 when ``n >= 200 (d + 1)``, else all ``n``); ``theta``: the norm test's bound;
     ``refine``: a refinement phase follows when affordable; ``warmup``: refinement iterations' worth of
     evaluations the phase spends on a full sum before handing over."""
 
@@ -169,7 +173,11 @@ class StochasticPhase:
     def start(self, oracle: CountingOracle, carry: Carry, rng: np.random.Generator) -> StochState:
         fs = oracle.feasible_set
         x = carry.x if fs is None else np.asarray(fs.project(carry.x), dtype=np.float64)
-        b = oracle.n if self.batch is None and oracle.n <= 64 else (64 if self.batch is None else self.batch)
+        n, d = oracle.n, oracle.dim
+        if self.batch is None:  # sampled only when the sum is large next to the dimension (else all n: deterministic)
+            b = 64 if n >= SAMPLE_MIN * (d + 1) else n
+        else:
+            b = self.batch
         sigma0 = typical_scale(np.asarray(x, dtype=np.float64), Region.of(fs, oracle.dim), 1.0)
         return StochState(np.array(x, dtype=np.float64, copy=True), math.nan, math.nan, min(int(b), oracle.n),
                           0, 0, 0, 0, "", sigma0)  # fmt: skip
@@ -333,7 +341,7 @@ class SampledRefinePhase:
     """Sample average approximations of growing size (a dynamic sample size strategy: Byrd, Chin, Nocedal & Wu,
     Math. Program. 2012, with the deterministic engine on each sample): the quasi-Newton engine of
     :mod:`zoframe.refine` minimises the mean of a fixed random sample of ``b`` components to the relative
-    tolerance ``rtol``; the sample then grows ``growth`` times (a new sample, warm start from the point) until it
+    tolerance ``rtol`` (or for at most :data:`STAGE_ITERS` iterations); the sample then grows ``growth`` times (a new sample, warm start from the point) until it
     would reach ``n``, when the phase hands over to the refinement on the full sum."""
 
     name: str
@@ -351,13 +359,13 @@ class SampledRefinePhase:
         return SampledState(qn.x, qn.value, qn, b, idx, stage, sc)
 
     def start(self, oracle: CountingOracle, carry: Carry, rng: np.random.Generator) -> SampledState:
-        b = max(int(carry.extras.get("batch", 64)), 2 * oracle.dim + 2)
+        b = max(int(carry.extras.get("batch", 64)), 8 * (oracle.dim + 1))
         floor = carry.extras.get("scale")
         scale = None if floor is None else np.full(oracle.dim, float(floor))
         return self._stage(oracle, carry.x, min(b, oracle.n), 1, scale, rng)
 
     def step(self, oracle: CountingOracle, st: SampledState, rng: np.random.Generator) -> SampledState:
-        if st.qn.done:  # the sample is solved: a larger one from the point reached
+        if st.qn.done or st.qn.it >= STAGE_ITERS:  # the sample is solved (or has had its share): a larger one
             b = min(oracle.n, self.growth * st.b)
             return self._stage(oracle, st.x, b, st.stage + 1, st.qn.scale, rng)
         region = Region.of(oracle.feasible_set, oracle.dim)
@@ -365,7 +373,7 @@ class SampledRefinePhase:
         return SampledState(qn.x, qn.value, qn, st.b, st.idx, st.stage, st.scale)
 
     def end(self, oracle: CountingOracle, st: SampledState) -> PhaseEnd | None:
-        if st.qn.done and self.growth * st.b >= oracle.n:
+        if (st.qn.done or st.qn.it >= STAGE_ITERS) and self.growth * st.b >= oracle.n:
             return PhaseEnd(End.NEXT, f"stage {st.stage} on {st.b} components done ({describe(st.qn)})")
         return None
 
