@@ -36,9 +36,13 @@ import numpy as np
 from scipy.optimize import minimize as scipy_minimize
 
 import zoframe
+from zoframe.certificate import DEFAULT_TOL
+from zoframe.certificate.gradient import point_scales
 
 SOLVERS = ["zo-sgd", "zo-signsgd"]
 HELD_OUT = {"huber", "cauchy"}
+#: the main runs' max_calls: CAP forward-difference gradients' worth (at least 200,000), a safety cap
+CAP = 300
 SCALES = [(1.0, 1.0), (1e-2, 1.0), (1e2, 1.0), (1.0, 1e-2), (1.0, 1e2), (1e2, 1e-2), (1e-2, 1e2)]
 
 
@@ -53,6 +57,8 @@ class Base:
     comps: Callable[[np.ndarray, np.ndarray], np.ndarray]
     grad: Callable[[np.ndarray], np.ndarray]
     x0s: list[np.ndarray]
+    cgrad: Callable[[np.ndarray], np.ndarray]  # the components' exact gradients (n, d)
+    hdiag: Callable[[np.ndarray], np.ndarray]  # the mean's exact Hessian diagonal (d,)
     box: tuple[float, float] | None = None
     closed: float | None = None
 
@@ -99,7 +105,9 @@ def problems(quick: bool) -> tuple[list[Base], str]:
         r = X @ A[idx].T - y[idx]
         return 0.5 * r * r
 
-    out.append(Base("ls-svmguide3", "least squares", n, d, ls_c, lambda x: A.T @ (A @ x - y) / n, x0s_data))
+    A2 = (A * A).mean(axis=0)
+    out.append(Base("ls-svmguide3", "least squares", n, d, ls_c, lambda x: A.T @ (A @ x - y) / n, x0s_data,
+                    lambda x: (A @ x - y)[:, None] * A, lambda x: A2))
     lam = 1e-3
 
     def lr_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -110,8 +118,18 @@ def problems(quick: bool) -> tuple[list[Base], str]:
         s = 1.0 / (1.0 + np.exp((A @ x) * y))
         return -(A.T @ (s * y)) / n + lam * x
 
-    out.append(Base("logistic-svmguide3", "logistic", n, d, lr_c, lr_g, x0s_data))
-    out.append(Base("logistic-svmguide3-box", "logistic", n, d, lr_c, lr_g, x0s_data, box=(-0.5, 0.5)))
+    def lr_cg(x: np.ndarray) -> np.ndarray:
+        s = 1.0 / (1.0 + np.exp((A @ x) * y))
+        out_: np.ndarray = -(s * y)[:, None] * A + lam * x[None, :]
+        return out_
+
+    def lr_h(x: np.ndarray) -> np.ndarray:
+        s = 1.0 / (1.0 + np.exp((A @ x) * y))
+        out_: np.ndarray = (s * (1.0 - s)) @ (A * A) / n + lam
+        return out_
+
+    out.append(Base("logistic-svmguide3", "logistic", n, d, lr_c, lr_g, x0s_data, lr_cg, lr_h))
+    out.append(Base("logistic-svmguide3-box", "logistic", n, d, lr_c, lr_g, x0s_data, lr_cg, lr_h, box=(-0.5, 0.5)))
 
     def hub_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
         r = np.abs(X @ A[idx].T - y[idx])
@@ -121,7 +139,12 @@ def problems(quick: bool) -> tuple[list[Base], str]:
         r = A @ x - y
         return A.T @ np.clip(r, -1.0, 1.0) / n
 
-    out.append(Base("huber", "huber", n, d, hub_c, hub_g, x0s_data))
+    def hub_h(x: np.ndarray) -> np.ndarray:
+        out_: np.ndarray = (np.abs(A @ x - y) <= 1.0).astype(float) @ (A * A) / n
+        return out_
+
+    out.append(Base("huber", "huber", n, d, hub_c, hub_g, x0s_data,
+                    lambda x: np.clip(A @ x - y, -1.0, 1.0)[:, None] * A, hub_h))
     # nonconvex sums
     dn = 20
     xs = 0.4046193811643165  # the root of 2 (x - 1) + 2 x / (1 + x^2)
@@ -132,8 +155,10 @@ def problems(quick: bool) -> tuple[list[Base], str]:
     nc_g = lambda x: 2 * (x - 1) + 2 * x / (1 + x * x)  # noqa: E731
     nc_f = dn * ((xs - 1) ** 2 + math.log1p(xs * xs))
     x0s_nc = [np.zeros(dn), np.random.default_rng(4).uniform(-3, 3, dn)]
-    out.append(Base("nonconvex-sum", "nonconvex", 1, dn, nc_c, nc_g, x0s_nc, closed=nc_f))
-    out.append(Base("nonconvex-sum-box", "nonconvex", 1, dn, nc_c, nc_g, x0s_nc, box=(-1.0, 0.3)))
+    nc_cg = lambda x: nc_g(x)[None, :]  # noqa: E731
+    nc_h = lambda x: 2.0 + 2.0 * (1.0 - x * x) / (1.0 + x * x) ** 2  # noqa: E731
+    out.append(Base("nonconvex-sum", "nonconvex", 1, dn, nc_c, nc_g, x0s_nc, nc_cg, nc_h, closed=nc_f))
+    out.append(Base("nonconvex-sum-box", "nonconvex", 1, dn, nc_c, nc_g, x0s_nc, nc_cg, nc_h, box=(-1.0, 0.3)))
     dr = 10
 
     def rb_c(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -147,9 +172,24 @@ def problems(quick: bool) -> tuple[list[Base], str]:
         g[1:] += 200.0 * (b - a * a)
         return g / (dr - 1)
 
+    def rb_cg(x: np.ndarray) -> np.ndarray:
+        a, b = x[:-1], x[1:]
+        G = np.zeros((dr - 1, dr))
+        i = np.arange(dr - 1)
+        G[i, i] = -400.0 * a * (b - a * a) - 2.0 * (1.0 - a)
+        G[i, i + 1] = 200.0 * (b - a * a)
+        return G
+
+    def rb_h(x: np.ndarray) -> np.ndarray:
+        h = np.zeros_like(x)
+        a, b = x[:-1], x[1:]
+        h[:-1] += 1200.0 * a * a - 400.0 * b + 2.0
+        h[1:] += 200.0
+        return h / (dr - 1)
+
     x0s_rb = [np.full(dr, -1.2), np.random.default_rng(5).uniform(-2, 2, dr)]
-    out.append(Base("rosenbrock-chain", "nonconvex", dr - 1, dr, rb_c, rb_g, x0s_rb, closed=0.0))
-    out.append(Base("rosenbrock-chain-box", "nonconvex", dr - 1, dr, rb_c, rb_g, x0s_rb, box=(-2.0, 0.8)))
+    out.append(Base("rosenbrock-chain", "nonconvex", dr - 1, dr, rb_c, rb_g, x0s_rb, rb_cg, rb_h, closed=0.0))
+    out.append(Base("rosenbrock-chain-box", "nonconvex", dr - 1, dr, rb_c, rb_g, x0s_rb, rb_cg, rb_h, box=(-2.0, 0.8)))
     rng = np.random.default_rng(6)
     C = rng.standard_normal((60, 10))
     t = C @ rng.standard_normal(10) + rng.standard_cauchy(60) * 0.3
@@ -162,13 +202,23 @@ def problems(quick: bool) -> tuple[list[Base], str]:
         r = C @ x - t
         return C.T @ (2 * r / (1 + r * r)) / 60
 
-    out.append(Base("cauchy", "cauchy", 60, 10, ca_c, ca_g, [np.zeros(10), rng.standard_normal(10)]))
+    def ca_cg(x: np.ndarray) -> np.ndarray:
+        r = C @ x - t
+        out_: np.ndarray = (2 * r / (1 + r * r))[:, None] * C
+        return out_
+
+    def ca_h(x: np.ndarray) -> np.ndarray:
+        r = C @ x - t
+        out_: np.ndarray = (2 * (1 - r * r) / (1 + r * r) ** 2) @ (C * C) / 60
+        return out_
+
+    out.append(Base("cauchy", "cauchy", 60, 10, ca_c, ca_g, [np.zeros(10), rng.standard_normal(10)], ca_cg, ca_h))
     if quick:
         out = [b for b in out if b.name in ("nonconvex-sum", "logistic-svmguide3", "huber")]
     return out, src
 
 
-def scaled(b: Base, sv: float, sx: float) -> tuple[Any, Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray], Any]:
+def scaled(b: Base, sv: float, sx: float) -> tuple[Any, Callable[[np.ndarray], float], Callable[[np.ndarray], np.ndarray], Any, Any]:
     def comps(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
         out: np.ndarray = sv * b.comps(X / sx, idx)
         return out
@@ -182,8 +232,41 @@ def scaled(b: Base, sv: float, sx: float) -> tuple[Any, Callable[[np.ndarray], f
         out: np.ndarray = (sv / sx) * b.grad(x / sx)
         return out
 
+    def exact(x: np.ndarray) -> float:  # the certificate's measure with exact derivatives
+        z = x / sx
+        return exact_residual(x, (sv / sx) * b.grad(z), (sv / sx**2) * b.hdiag(z), (sv / sx) * b.cgrad(z), bounds)
+
     bounds = None if b.box is None else (b.box[0] * sx, b.box[1] * sx)
-    return comps, F, G, bounds
+    return comps, F, G, bounds, exact
+
+
+def exact_residual(x: np.ndarray, g: np.ndarray, h: np.ndarray, cg: np.ndarray, bounds: Any,
+                   tol: float = DEFAULT_TOL) -> float:  # fmt: skip
+    """The certificate's relative KKT residual of a finite sum (:mod:`zoframe.certificate.kkt`, the finite-sum path)
+    computed with EXACT derivatives: ``g`` the gradient, ``h`` the Hessian diagonal, ``cg`` the components'
+    gradients ``(n, d)``; the same scales (:func:`~zoframe.certificate.gradient.point_scales`), the same nearly
+    active bounds and complementarity terms, the same references, no noise floor. A success claim at a point where
+    this exceeds the certificate's tolerance is FALSE."""
+    box = None if bounds is None else (np.full(x.shape[0], float(bounds[0])), np.full(x.shape[0], float(bounds[1])))
+    c = point_scales(x, box)
+    s = float(c.max())
+    resid, comp_terms, force = g.astype(float).copy(), np.zeros_like(g), np.zeros_like(g)
+    if box is not None:  # a box's rows +-e_k decouple: the NNLS multiplier of each coordinate in closed form
+        for sign, gap in ((-1.0, box[0] - x), (1.0, x - box[1])):
+            near = gap >= -10.0 * tol * c
+            w = np.where(near, gap / c, 0.0)
+            u = np.where(near, np.maximum(0.0, -sign * g) / (1.0 + w * w), 0.0)
+            resid = resid + sign * u
+            comp_terms = comp_terms + u * w
+            force = force + u
+    r = math.sqrt(float(resid @ resid + comp_terms @ comp_terms))
+    comp = float(np.linalg.norm(cg, axis=1).mean()) if cg.shape[0] > 1 else float(np.linalg.norm(g))
+    ref = max(float(np.linalg.norm(g)), s * float(np.abs(h).max()), comp)
+    comp_k = np.abs(cg).mean(axis=0) if cg.shape[0] > 1 else np.abs(g)
+    ref_k = np.maximum.reduce([np.abs(g), force, c * np.abs(h), comp_k])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(np.abs(resid) == 0, 0.0, np.abs(resid) / ref_k)
+    return max(r / ref if ref > 0 else (0.0 if r == 0 else math.inf), float(per.max(initial=0.0)))
 
 
 def proj_grad(x: np.ndarray, g: np.ndarray, bounds: Any) -> float:
@@ -229,23 +312,28 @@ def zo_run(solver: str, comps: Any, F: Any, x0: np.ndarray, bounds: Any, n: int,
         lambda X: comps(X, np.zeros(1, dtype=np.intp))[:, 0], x0=x0, bounds=bounds)
     res = zoframe.minimize(prob, solver, rng=seed, max_calls=max_calls, record_every=0, callback=cb)
     return {"f": F(res.x), "x": res.x, "status": res.status.name, "success": bool(res.success), "nfev": res.nfev,
-            "to_1e-6": hit[0] if hit else None, "calls": res.nfev_by_purpose}  # fmt: skip
+            "to_1e-6": hit[0] if hit else None, "calls": res.nfev_by_purpose, "message": res.message}  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="three problems, two scales, one seed")
     ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated problem names (default: all)")
+    ap.add_argument("--no-large", action="store_true", help="skip the n = 20,000 sampled sums")
+    ap.add_argument("--rows", default="", help="write every run's row (JSON lines) to this file")
     args = ap.parse_args()
     t0 = time.time()
     peers = [s for s in zoframe.default_registry().solvers() if s in ("lbfgsb-fd", "pybobyqa")]
     bases, src = problems(args.quick)
+    if args.only:
+        bases = [b for b in bases if b.name in args.only.split(",")]
     scales = SCALES[:2] if args.quick else SCALES
     seeds = range(1 if args.quick else args.seeds)
     rows: list[dict[str, Any]] = []
     for b in bases:
         for sv, sx in scales:
-            comps, F, G, bounds = scaled(b, sv, sx)
+            comps, F, G, bounds, exact = scaled(b, sv, sx)
             for k, x0u in enumerate(b.x0s):
                 x0 = x0u * sx
                 if bounds is not None:
@@ -256,21 +344,25 @@ def main() -> None:
                 target = fstar + 1e-6 * gap
                 pg0 = proj_grad(x0, G(x0), bounds)
                 peer = peer_run(F, x0, bounds, b.n, b.d, target)
-                budget = max(200_000, 5 * peer["nfev"])
+                budget = max(200_000, CAP * (b.d + 1) * b.n)  # a safety cap, not the peer's: defaults stop by themselves
                 for solver in SOLVERS:
                     for seed in seeds:
                         r = zo_run(solver, comps, F, x0, bounds, b.n, seed, target, budget)
                         x = r.pop("x")
-                        stationary = proj_grad(x, G(x), bounds) <= 1e-3 * pg0
+                        kkt = exact(x)
                         rows.append({
                             "problem": b.name, "family": b.family, "held_out": b.family in HELD_OUT, "sv": sv, "sx": sx,
                             "start": k, "solver": solver, "seed": seed, "tau": (r["f"] - fstar) / gap,
-                            "status": r["status"], "success": r["success"], "false_claim": r["success"] and not stationary,
+                            "status": r["status"], "success": r["success"], "false_claim": r["success"] and not kkt <= DEFAULT_TOL,
+                            "exact_kkt": kkt, "pg_over_start": proj_grad(x, G(x), bounds) / max(pg0, 1e-300),
+                            "message": r["message"], "calls": r["calls"],
                             "nfev": r["nfev"], "to_1e-6": r["to_1e-6"], "peer_to_1e-6": peer["to_1e-6"],
                             "peer_tau": (peer["f"] - fstar) / gap,
                         })  # fmt: skip
-    large = large_sums(args.quick)
-    summary = summarise(rows)
+    large = {} if args.no_large else large_sums(args.quick, rows)
+    if args.rows:
+        Path(args.rows).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    summary = summarise([r for r in rows if "family" in r])
     out = {
         "data": src,
         "peer": "registered " + ", ".join(peers) if peers else "scipy L-BFGS-B on forward differences, called directly "
@@ -302,7 +394,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return res
 
 
-def large_sums(quick: bool) -> dict[str, Any]:
+def large_sums(quick: bool, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """n = 20,000 sampled sums: tau at the peer's budget for 1e-6, and evaluations to 1e-6 against the peer's."""
     n, d = 20_000, 20
     rng = np.random.default_rng(11)
@@ -323,9 +415,19 @@ def large_sums(quick: bool) -> dict[str, Any]:
         r = X @ A[idx].T - t[idx]
         return 0.5 * r * r
 
+    def lr_exact(x: np.ndarray) -> float:
+        s = 1.0 / (1.0 + np.exp((A @ x) * y))
+        cg = -(s * y)[:, None] * A + 1e-3 * x[None, :]
+        return exact_residual(x, lr_g(x), (s * (1.0 - s)) @ (A * A) / n + 1e-3, cg, None)
+
+    def ls_exact(x: np.ndarray) -> float:
+        r = A @ x - t
+        return exact_residual(x, A.T @ r / n, (A * A).mean(axis=0), r[:, None] * A, None)
+
     out: dict[str, Any] = {}
     full = np.arange(n)
-    for name, comps, grad in (("logistic-20000", lr, lr_g), ("least-squares-20000", ls, lambda x: A.T @ (A @ x - t) / n)):
+    cases = (("logistic-20000", lr, lr_g, lr_exact), ("least-squares-20000", ls, lambda x: A.T @ (A @ x - t) / n, ls_exact))
+    for name, comps, grad, exact in cases:
         F = lambda x, c=comps: float(c(x[None, :], full).mean())  # noqa: E731
         per: dict[str, Any] = {}
         for k, x0 in enumerate([np.zeros(d), 0.5 * np.random.default_rng(12).standard_normal(d)][: 1 if quick else 2]):
@@ -337,11 +439,17 @@ def large_sums(quick: bool) -> dict[str, Any]:
                 for seed in range(1 if quick else 3):
                     at_e = zo_run(solver, comps, F, x0, None, n, seed, fstar + 1e-6 * gap, E)
                     more = zo_run(solver, comps, F, x0, None, n, seed, fstar + 1e-6 * gap, 3 * E)
-                    per.setdefault(solver, []).append({
-                        "start": k, "seed": seed, "tau_at_peer_budget": (at_e["f"] - fstar) / gap, "peer_to_1e-6": E,
+                    false = sum(r["success"] and not exact(r["x"]) <= DEFAULT_TOL for r in (at_e, more))
+                    row = {
+                        "problem": name, "start": k, "seed": seed, "solver": solver,
+                        "tau_at_peer_budget": (at_e["f"] - fstar) / gap, "peer_to_1e-6": E,
                         "to_1e-6_over_peer": None if more["to_1e-6"] is None else more["to_1e-6"] / E,
-                        "status_3x": more["status"], "success_3x": more["success"],
-                    })  # fmt: skip
+                        "status_3x": more["status"], "success_3x": more["success"], "false_claims": false,
+                        "tau_3x": (more["f"] - fstar) / gap, "message_3x": more["message"], "calls_3x": more["calls"],
+                        "status_at_peer_budget": at_e["status"], "success_at_peer_budget": at_e["success"],
+                    }  # fmt: skip
+                    per.setdefault(solver, []).append(row)
+                    rows.append(row)
         out[name] = {
             s: {
                 "runs": len(v),
@@ -349,6 +457,7 @@ def large_sums(quick: bool) -> dict[str, Any]:
                 "share_within_1e-3_at_peer_budget": sum(r["tau_at_peer_budget"] <= 1e-3 for r in v) / len(v),
                 "median_to_1e-6_over_peer": float(np.median([r["to_1e-6_over_peer"] or math.inf for r in v])),
                 "success_3x": sum(r["success_3x"] for r in v),
+                "false_claims": sum(r["false_claims"] for r in v),
             }
             for s, v in per.items()
         }

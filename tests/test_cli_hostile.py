@@ -110,7 +110,7 @@ def test_a_factory_that_raises_a_plain_error_is_a_one_line_error() -> None:
 def test_estimator_parameters_reach_the_estimator(capsys: pytest.CaptureFixture[str]) -> None:
     """`--estimator gaussian -e q=3`: q + 1 = 4 evaluations per step, not the default q = 10's 11."""
     assert main(["solve", "quadratic", "--estimator", "gaussian", "-e", "q=3", "--estimator-param", "mu=1e-4",
-                 *QUICK]) in (0, 1)
+                 "-p", "steps=paper", *QUICK]) in (0, 1)
     out = capsys.readouterr().out
     assert "nfev=40," in out
 

@@ -57,13 +57,32 @@ def test_paper_steps_that_run_away_end_diverged_not_budget(solver: str) -> None:
 
 
 def test_a_run_with_only_max_iter_hands_over_and_converges() -> None:
-    prob, fstar = _nonconvex()
+    comps, F, _ = _logistic(3000, 6)  # n >= 200 (d + 1): a sampled sum
+    prob = zoframe.FiniteSum(comps, x0=np.zeros(6), n=3000)
     res = zoframe.minimize(prob, "zo-sgd", rng=1, max_iter=500)
-    assert res.status is zoframe.Status.CONVERGED and res.success and abs(res.fun - fstar) <= 1e-10 * fstar
+    assert res.status is zoframe.Status.CONVERGED and res.success, res.message
     notes = " ".join(res.notes)
-    assert "1. stochastic phase" in notes and "2. refinement" in notes and "ended (converged)" in notes
+    assert "1. stochastic phase" in notes and "2. sampled refinement" in notes and "3. refinement" in notes
+    assert "ended (converged)" in notes
     phase = np.asarray(res.trace["phase"])
     assert phase[0] == 0 and phase[-1] == 2  # the codes: 0 stochastic, 1 sampled refinement, 2 refinement
+    ref = scipy_minimize(F, np.zeros(6), method="BFGS", options={"gtol": 1e-10})
+    assert res.fun - ref.fun <= 1e-9 * (F(np.zeros(6)) - ref.fun)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_sum_that_is_not_sampled_goes_straight_to_the_refinement(solver: str) -> None:
+    """n < 200 (d + 1): every step would use all n components, and a random-direction step costs about what a
+    quasi-Newton iteration on forward differences does: the run is the refinement alone (with the solver's own
+    estimator; a user's estimator keeps the stochastic phase)."""
+    prob, fstar = _nonconvex()
+    res = zoframe.minimize(prob, solver, rng=1, max_iter=500)
+    assert res.status is zoframe.Status.CONVERGED and res.success and abs(res.fun - fstar) <= 1e-10 * fstar
+    notes = " ".join(res.notes)
+    assert notes.startswith("phases: 1. refinement:") and "stochastic" not in notes
+    assert set(res.nfev_by_purpose) <= {"refine", "certify", "monitor"}
+    own = zoframe.minimize(prob, solver, rng=1, max_iter=500, estimator="coordinate")
+    assert "1. stochastic phase" in " ".join(own.notes) and own.nfev_by_purpose["estimate"] > 0
 
 
 def test_gtol_and_xtol_are_in_the_problems_units() -> None:
@@ -186,3 +205,35 @@ def test_refine_xstep_is_a_newton_step_in_the_variables_units() -> None:
     st = minimize_smooth(FullSum(oracle), x0, Region(), RefineSettings(xstep=1e-3, rtol=1e-15), max_points=20_000)
     assert st.status == CONVERGED and "xstep" in st.message
     assert float(np.abs(st.x - 3.0).max()) <= 2e-3
+
+
+def test_a_damaged_phase_index_in_a_checkpoint_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from zoframe.errors import CheckpointError
+
+    comps, _, _ = _logistic(3000, 6)
+    prob = zoframe.FiniteSum(comps, x0=np.zeros(6), n=3000)
+    zoframe.minimize(prob, "zo-sgd", rng=3, max_iter=5, checkpoint=tmp_path / "ck")
+    doc = json.loads((tmp_path / "ck.json").read_text())
+    doc["state_scalars"]["phase"] = 10**30  # the JSON is rewritten consistently: only the content is wrong
+    (tmp_path / "ck.json").write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="running phase is 1000000000000000000000000000000"):
+        zoframe.minimize(prob, "zo-sgd", max_iter=10, resume=tmp_path / "ck")
+
+
+def test_the_refinement_takes_a_variables_scale_from_the_newton_step_at_0() -> None:
+    """x0 = 0 says nothing of the variables' size: the start's diagonal Newton step (here 100) is their scale, so the
+    step bound (10 scales) does not hold the run to a tenfold growth per iteration."""
+    from zoframe.refine import qn_start
+    from zoframe_basic.phases import newton_scaled
+
+    oracle = CountingOracle(zoframe.FiniteSum(lambda X: ((X / 100.0 - 1.0) ** 2).sum(axis=1), x0=np.zeros(3)))
+    st = qn_start(FullSum(oracle), np.zeros(3), Region(), RefineSettings())
+    assert np.allclose(st.scale, 1.0)
+    grown = newton_scaled(st, Region())
+    np.testing.assert_allclose(grown.scale, 100.0, rtol=1e-6)
+    np.testing.assert_allclose(np.diag(grown.B), np.diag(st.B) * 1e4, rtol=1e-6)  # B in the new scaled variables
+    res = zoframe.minimize(zoframe.FiniteSum(lambda X: ((X / 100.0 - 1.0) ** 2).sum(axis=1), x0=np.zeros(3)),
+                           "zo-sgd", max_calls=10_000)  # fmt: skip
+    assert res.success and np.allclose(res.x, 100.0) and res.nit <= 3

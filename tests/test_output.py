@@ -46,7 +46,7 @@ _RUN = (
     "import time\n"
     "def slow(info):\n"
     "    time.sleep(0.004)\n"
-    "zoframe.minimize(p, 'zo-sgd', rng=0, max_iter=300, eta=0.05, progress=True, callback=slow)\n"
+    "zoframe.minimize(p, 'zo-sgd', steps='paper', rng=0, max_iter=300, eta=0.05, progress=True, callback=slow)\n"
 )
 
 

@@ -89,7 +89,10 @@ class Smooth(Protocol):
     of one point (``n`` for a finite sum).
     """
 
-    point_cost: int
+    @property
+    def point_cost(self) -> int:
+        """Evaluations of one point."""
+        ...
 
     def values(self, X: Array, aux: Array) -> tuple[Array, Array]: ...
 
@@ -419,9 +422,11 @@ def _accept(
     """Q1 at the accepted point, Q4 (the BFGS update or the spectral length), Q5."""
     s_vec = x_new - st.x
     central = st.central
-    if not central:  # forward differences until the gradient is small next to their error (then central)
-        err = float(np.max(_error(False, st.noise, st.h, st.curv, st.scale), initial=0.0))
-        central = st.pg <= 100.0 * err
+    if not central or st.it == 0:  # forward differences until the gradient is small next to their error (then
+        # central for good); the start's central differences (which measure the curvature) commit to nothing
+        hf = st.h if not central else _steps(False, st.noise, st.curv, st.scale)
+        err = float(np.max(_error(False, st.noise, hf, st.curv, st.scale), initial=0.0))
+        central = _free_gradient(st, region) <= 100.0 * err
     h = _steps(central, st.noise, st.curv, st.scale)
     g_new, curv, k = _gradient(fn, x_new, f_new, aux, h, central, region)
     curv = np.where(np.isfinite(curv), curv, st.curv)
@@ -442,6 +447,20 @@ def _accept(
         it=st.it + 1, points=st.points + k, resets=0, scale=scale,
     )  # fmt: skip
     return _tested(new, region, settings)
+
+
+def _free_gradient(st: QNState, region: Region) -> float:
+    """The largest gradient entry of the variables that a box does not hold (in ``f`` per unit of ``x``; the
+    projected gradient of another convex set): the size that the forward differences' error is compared with.
+    The projected gradient ``|x - P(x - g)|`` of a box is at most the distance to a bound, in units of ``x``: small
+    for a narrow box whatever the gradient."""
+    if region.box:
+        lo, hi = np.asarray(region.lower), np.asarray(region.upper)
+        held = ((st.x <= lo) & (st.g > 0)) | ((st.x >= hi) & (st.g < 0))
+        return float(np.max(np.where(held, 0.0, np.abs(st.g)), initial=0.0))
+    if region.project is not None:
+        return st.pg
+    return float(np.max(np.abs(st.g), initial=0.0))
 
 
 def _grown(scale: Array, x: Array, region: Region) -> Array:

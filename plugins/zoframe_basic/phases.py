@@ -32,6 +32,7 @@ the problem's units (``gtol``, ``xtol``) or relative (``rtol``).
 from __future__ import annotations
 
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 import math
 from typing import Any
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from zoframe.errors import NonFiniteValueError
+from zoframe.estimators import _check_underflow
 from zoframe.oracle import CountingOracle
 from zoframe.phases import Carry, End, PhaseEnd
 from zoframe.protocols import Array, Estimator
@@ -65,6 +67,7 @@ __all__ = [
     "StochasticPhase",
     "SubSum",
     "refine_affordable",
+    "sampled",
     "typical_scale",
 ]
 
@@ -94,6 +97,43 @@ def typical_scale(x: Array, region: Region, fallback: float) -> float:
         if w.shape[0]:
             s = min(s, float(np.median(w)))
     return s if s > 0 and math.isfinite(s) else 1.0
+
+
+#: the most the start's Newton steps may grow a variable's scale (a factor of its scale from the point)
+NEWTON_GROWTH = 100.0
+
+
+def newton_scaled(st: QNState, region: Region) -> QNState:
+    """The engine's first state with each variable's scale grown to the length of the diagonal Newton step
+    ``|g_i| / H_ii`` measured by the start's central differences (at most :data:`NEWTON_GROWTH` times the scale
+    from the point, at most a box's width), ``B`` carried into the new scaled variables.
+
+    A point says nothing of the scale of a variable at (or near) 0: ``x0 = 0`` with an optimum at ``1e2`` took the
+    scale 1, and the step bound (``max_step`` scales) held every iteration to a tenfold growth. The Newton step is
+    the distance to the minimum of the local quadratic model along the coordinate: a scale taken from the function
+    (it scales with the variables and not with the values). Only growth: a scale from the point is never shrunk."""
+    c = st.curv
+    ok = np.isfinite(c) & (c > 0)
+    if st.done or not ok.any():
+        return st
+    newton = np.where(ok, np.abs(st.g) / np.where(ok, c, 1.0), 0.0)
+    grown = np.maximum(st.scale, np.minimum(newton, NEWTON_GROWTH * st.scale))
+    if region.box:
+        width = np.asarray(region.upper) - np.asarray(region.lower)
+        grown = np.where(np.isfinite(width) & (width > 0), np.minimum(grown, np.maximum(width, st.scale)), grown)
+    if not bool((grown > st.scale).any()):
+        return st
+    r = grown / st.scale
+    B = st.B * r[:, None] * r[None, :] if st.B.shape[0] else st.B
+    return dataclasses.replace(st, scale=np.asarray(grown, dtype=np.float64), B=B)
+
+
+def sampled(batch: int | None, oracle: CountingOracle) -> bool:
+    """Whether the stochastic phase's first batch is a sample: ``batch < n``, or by default (``batch=None``)
+    ``n >= SAMPLE_MIN (d + 1)``; else every step uses all ``n`` components."""
+    if batch is None:
+        return oracle.n >= SAMPLE_MIN * (oracle.dim + 1)
+    return int(batch) < oracle.n
 
 
 def refine_affordable(oracle: CountingOracle) -> bool:
@@ -173,9 +213,9 @@ class StochasticPhase:
     def start(self, oracle: CountingOracle, carry: Carry, rng: np.random.Generator) -> StochState:
         fs = oracle.feasible_set
         x = carry.x if fs is None else np.asarray(fs.project(carry.x), dtype=np.float64)
-        n, d = oracle.n, oracle.dim
+        n = oracle.n
         if self.batch is None:  # sampled only when the sum is large next to the dimension (else all n: deterministic)
-            b = 64 if n >= SAMPLE_MIN * (d + 1) else n
+            b = 64 if sampled(None, oracle) else n
         else:
             b = self.batch
         sigma0 = typical_scale(np.asarray(x, dtype=np.float64), Region.of(fs, oracle.dim), 1.0)
@@ -208,6 +248,8 @@ class StochasticPhase:
             V = oracle.objective(P, idx, purpose="estimate")  # ONE call, (q + 1, b)
             f0 = float(V[0].mean())
             D = (V[1:] - V[0]) / mu
+            if not np.count_nonzero(D):  # every difference exactly 0: say so when it is mu's underflow
+                _check_underflow(est, D, x, P[1:], mu, float(np.abs(U).max(initial=0.0)))
             dbar = D.mean(axis=1)
             c = float(est.scale(d)) / q  # type: ignore[attr-defined]
             g = c * (dbar @ U)
@@ -355,7 +397,7 @@ class SampledRefinePhase:
         region = Region.of(oracle.feasible_set, oracle.dim)
         sc = variable_scales(region.clip(x[None, :])[0], region) if scale is None else np.maximum(
             scale, variable_scales(region.clip(x[None, :])[0], region))
-        qn = qn_start(SubSum(oracle, idx), x, region, RefineSettings(rtol=self.rtol), scale=sc)
+        qn = newton_scaled(qn_start(SubSum(oracle, idx), x, region, RefineSettings(rtol=self.rtol), scale=sc), region)
         return SampledState(qn.x, qn.value, qn, b, idx, stage, sc)
 
     def start(self, oracle: CountingOracle, carry: Carry, rng: np.random.Generator) -> SampledState:
@@ -409,7 +451,7 @@ class RefinePhase:
                 scale = np.maximum(scale, cap_v)
             else:
                 scale = np.maximum(scale, cap)
-        return qn_start(self._fn(oracle), carry.x, region, self.settings, scale=scale)
+        return newton_scaled(qn_start(self._fn(oracle), carry.x, region, self.settings, scale=scale), region)
 
     def step(self, oracle: CountingOracle, st: QNState, rng: np.random.Generator) -> QNState:
         return qn_step(self._fn(oracle), st, Region.of(oracle.feasible_set, oracle.dim), self.settings)

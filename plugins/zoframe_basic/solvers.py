@@ -23,7 +23,7 @@ from zoframe.protocols import Array, Estimator
 from zoframe.refine import RefineSettings
 from zoframe.solver import SolverBase, check_batch, check_int, check_positive
 from zoframe.specs import param
-from zoframe_basic.phases import PaperPhase, RefinePhase, SampledRefinePhase, StochasticPhase
+from zoframe_basic.phases import PaperPhase, RefinePhase, SampledRefinePhase, StochasticPhase, sampled
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,15 @@ def _check_auto(solver: Any) -> None:
 
 
 def _auto_phases(solver: Any, oracle: CountingOracle, sign: bool) -> list[Phase]:
-    """The stochastic phase (S1-S5 of :mod:`zoframe_basic.phases`), then the refinement when ``refine``."""
+    """The stochastic phase (S1-S5 of :mod:`zoframe_basic.phases`), then the refinement when ``refine``.
+
+    A sum that is not sampled (its first batch all ``n`` components: ``n < 200 (d + 1)`` by default) goes straight
+    to the refinement when the solver's own estimator would run: there a random-direction step costs as much as a
+    quasi-Newton iteration on forward differences and gains less (:func:`sampled`)."""
     user = solver.estimator is not None
+    settings = RefineSettings(gtol=solver.gtol, xstep=solver.xtol, rtol=float(solver.rtol))
+    if solver.refine and not user and not sampled(solver.batch, oracle):
+        return [RefinePhase("refinement", settings)]
     est = solver.estimator if user else solver.default_estimator()
     stoch = StochasticPhase(
         name="stochastic phase", sign=sign, estimator=est, own_estimator=not user, mu_rel=float(solver.mu),
@@ -98,7 +105,6 @@ def _auto_phases(solver: Any, oracle: CountingOracle, sign: bool) -> list[Phase]
     )  # fmt: skip
     phases: list[Phase] = [stoch]
     if solver.refine:
-        settings = RefineSettings(gtol=solver.gtol, xstep=solver.xtol, rtol=float(solver.rtol))
         phases.append(SampledRefinePhase("sampled refinement"))
         phases.append(RefinePhase("refinement", settings))
     return phases
