@@ -237,3 +237,56 @@ def test_the_refinement_takes_a_variables_scale_from_the_newton_step_at_0() -> N
     res = zoframe.minimize(zoframe.FiniteSum(lambda X: ((X / 100.0 - 1.0) ** 2).sum(axis=1), x0=np.zeros(3)),
                            "zo-sgd", max_calls=10_000)  # fmt: skip
     assert res.success and np.allclose(res.x, 100.0) and res.nit <= 3
+
+
+def _suite() -> Any:
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "finite_sum_suite.py"
+    spec = importlib.util.spec_from_file_location("finite_sum_suite", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("box", [None, (-0.4, 0.3)])
+def test_the_certificate_passes_only_where_its_measure_with_exact_derivatives_does(box: Any) -> None:
+    """The benchmark's false-claim test (``exact_residual``: the certificate's relative KKT residual with exact
+    derivatives) and the certificate agree: near the minimiser of a logistic regression, at distances from 1e-9 to
+    1e-1 of its size, every certified point passes the exact test and the two verdicts differ only at the border
+    (within a factor 3 of the tolerance)."""
+    suite = _suite()
+    n, d = 400, 5
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((n, d)) * np.array([0.01, 0.1, 1.0, 10.0, 100.0])
+    y = np.where(A @ (rng.standard_normal(d) / np.array([0.01, 0.1, 1.0, 10.0, 100.0])) > 0, 1.0, -1.0)
+    base = suite._logistic_base("lr", "lr", A, y, 1e-3, [np.zeros(d)])
+    bounds = None if box is None else [(box[0], box[1])] * d
+    ref = scipy_minimize(lambda x: float(base.comps(x[None, :], np.arange(n)).mean()), np.zeros(d), jac=base.grad,
+                         method="L-BFGS-B", bounds=bounds, options={"gtol": 1e-14, "ftol": 1e-16})  # fmt: skip
+    prob = zoframe.FiniteSum(base.comps, x0=np.zeros(d), n=n, bounds=box)
+    seen = 0
+    for k, r in enumerate(np.logspace(-9, -1, 17)):
+        x = ref.x * (1.0 + r * np.random.default_rng(k).standard_normal(d))
+        if box is not None:
+            x = np.clip(x, *box)
+        exact = suite.exact_residual(x, base.grad(x), base.hdiag(x), base.cgrad(x), box)
+        passed = certify(CountingOracle(prob), x).passed
+        if passed:
+            assert exact <= 1e-3, (r, exact)
+            seen += 1
+        if not (1e-3 / 3 <= exact <= 3e-3):
+            assert passed == (exact <= 1e-3), (r, exact, passed)
+    assert 3 <= seen < 17  # both verdicts occur
+
+
+def test_a_tiny_relative_mu_warns_in_the_stochastic_phase() -> None:
+    from zoframe.errors import EstimatorUnderflowWarning
+
+    comps, _, _ = _logistic(3000, 6)  # sampled: the stochastic phase runs
+    prob = zoframe.FiniteSum(comps, x0=np.full(6, 0.5), n=3000)
+    with pytest.warns(EstimatorUnderflowWarning, match="mu="):
+        zoframe.minimize(prob, "zo-sgd", rng=0, mu=1e-300, max_iter=3)
