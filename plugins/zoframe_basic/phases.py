@@ -4,8 +4,11 @@ stochastic phase and the deterministic refinement.
 ``steps="paper"``: one phase, :class:`PaperPhase`, the paper's iteration bit for bit (fixed or decaying
 steps); it ends only by divergence (:class:`~zoframe.phases.Runaway`) or a budget.
 
-``steps="auto"``: :class:`StochasticPhase`, then (when the full sum is affordable)
-:class:`RefinePhase`. One iteration of the stochastic phase (the lines ``# S.k``)::
+``steps="auto"``: on a sampled sum (:func:`sampled`), :class:`StochasticPhase`, then :class:`SampledRefinePhase`
+and (when the full sum is affordable) :class:`RefinePhase`; on a sum that is not sampled, :class:`RefinePhase` alone
+(with the solver's own estimator: a random-direction step there evaluates all ``n`` components, as much as a
+quasi-Newton iteration on forward differences, and gains less). One iteration of the stochastic phase (the lines
+``# S.k``)::
 
     S1  the batch I (all n components while |I| >= n), and q random directions u_k (the estimator's)
     S2  ONE oracle call at x and x + mu u_k (mu = mu_rel * the variables' typical scale): the batch's base
@@ -26,7 +29,8 @@ steps); it ends only by divergence (:class:`~zoframe.phases.Runaway`) or a budge
 
 :class:`RefinePhase` wraps :func:`zoframe.refine.qn_start` / :func:`zoframe.refine.qn_step` on the full sum
 (:class:`zoframe.refine.FullSum`, purpose ``"refine"``): quasi-Newton on difference gradients, tests in
-the problem's units (``gtol``, ``xtol``) or relative (``rtol``).
+the problem's units (``gtol``, ``xtol``) or relative (``rtol``); each variable's scale grown to the diagonal Newton
+step that the engine's start measures (:func:`newton_scaled`).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ __all__ = [
     "StochState",
     "StochasticPhase",
     "SubSum",
+    "newton_scaled",
     "refine_affordable",
     "sampled",
     "typical_scale",
