@@ -9,9 +9,10 @@ certificate uses it for the inner maximum of a minimax problem.
 
 One iteration (:func:`qn_step`, the lines ``# Q.k``)::
 
-    Q1  the difference gradient at x: forward differences (d points) while the gradient is large next to
-        their error, central differences (2 d points, which also give the diagonal curvature) after that;
-        the points inside the box, one batched call (Smooth.differences)
+    Q1  the difference gradient at x: central differences at the start (2 d points, which also give the
+        diagonal curvature), then forward differences (d points) while the gradient of the variables that no
+        bound holds is large next to their error, central ones for good after that; the points inside the
+        box, one batched call (Smooth.differences)
     Q2  the direction: box or no set: the quasi-Newton step -B_FF^{-1} g_F on the free variables (those
         not held at a bound by the gradient); another convex set: the spectral projected gradient
         (Birgin, Martinez & Raydan 2000) P(x - lam g) - x with the Barzilai-Borwein length lam
