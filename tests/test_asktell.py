@@ -60,7 +60,7 @@ def ls_problem() -> zoframe.FiniteSum:
 
 def test_requests_say_what_to_compute_and_purposes_are_named() -> None:
     prob = ls_problem()
-    run = Run(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2)
+    run = Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, batch=5, q=2)
     req = run.ask()
     assert req is not None and req.kind == "objective" and req.purpose == "monitor"  # the record of x0
     assert req.shape == (1, 20) and req.points.shape == (1, 4) and not req.points.flags.writeable
@@ -73,7 +73,7 @@ def test_requests_say_what_to_compute_and_purposes_are_named() -> None:
 
 def test_tells_are_checked_like_the_oracle_checks_a_function() -> None:
     prob = ls_problem()
-    run = Run(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2)
+    run = Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, batch=5, q=2)
     req = run.ask()
     assert req is not None
     with pytest.raises(ShapeError, match=r"request #0.*shape \(1, 3\)"):
@@ -95,7 +95,7 @@ def test_tells_are_checked_like_the_oracle_checks_a_function() -> None:
 
 def test_nonfinite_inf_policy_passes_values_to_the_oracle() -> None:
     prob = ls_problem()
-    run = Run(prob, "zo-sgd", rng=0, max_iter=2, batch=5, q=2, nonfinite="inf")
+    run = Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=2, batch=5, q=2, nonfinite="inf")
     req = run.ask()
     assert req is not None
     vals = evaluate(prob, req).copy()
@@ -113,7 +113,7 @@ def test_a_problem_declared_without_callables() -> None:
         return ((X - target) ** 2).sum(axis=1)
 
     shape = ProblemShape(kind="finite_sum", dim=5, n=1, x0=np.zeros(5))
-    with Run(shape, "zo-sgd", rng=0, max_calls=2000, eta=0.1, q=4) as run:
+    with Run(shape, "zo-sgd", steps="paper", rng=0, max_calls=2000, eta=0.1, q=4) as run:
         purposes = set()
         while (req := run.ask()) is not None:
             purposes.add(req.purpose)
@@ -122,12 +122,12 @@ def test_a_problem_declared_without_callables() -> None:
     assert purposes == {"estimate", "monitor"} and res.nfev_by_purpose["monitor"] > 0
     assert res.status is Status.BUDGET and res.nfev <= 2000 and "fun" in res.trace.names
     assert res.fun == pytest.approx(float(f(res.x[None])[0]))  # fun of the final point, from told values
-    ref = zoframe.minimize(zoframe.FiniteSum(f, x0=np.zeros(5)), "zo-sgd", rng=0, max_calls=2000, eta=0.1, q=4)
+    ref = zoframe.minimize(zoframe.FiniteSum(f, x0=np.zeros(5)), "zo-sgd", steps="paper", rng=0, max_calls=2000, eta=0.1, q=4)
     assert np.array_equal(res.x, ref.x) and res.fun == ref.fun and res.nfev == ref.nfev
     assert np.linalg.norm(res.x - target) < 0.1 * np.linalg.norm(target)
 
     quiet = ProblemShape(kind="finite_sum", dim=5, n=1, x0=np.zeros(5), monitor=False)
-    with Run(quiet, "zo-sgd", rng=0, max_calls=2000, eta=0.1, q=4) as run:
+    with Run(quiet, "zo-sgd", steps="paper", rng=0, max_calls=2000, eta=0.1, q=4) as run:
         first = run.ask()
         assert first is not None and first.purpose == "estimate"  # no measures: nothing to monitor
         while (req := run.ask()) is not None:
@@ -176,14 +176,14 @@ def test_shapes_are_validated() -> None:
         ProblemShape(kind="minimax", dim=3, x0=np.zeros(3))
     shape = ProblemShape(kind="constrained", dim=3, m=4, n=2, x0=np.zeros(3))
     with pytest.raises(zoframe.IncompatibleProblemError):
-        Run(shape, "zo-sgd", max_iter=3)
+        Run(shape, "zo-sgd", steps="paper", max_iter=3)
     with pytest.raises(InvalidInputError, match="max_time"):
         Run(shape, "dszog", max_time=1.0)
 
 
 def test_result_at_any_time_is_a_running_snapshot() -> None:
     prob = ls_problem()
-    run = Run(prob, "zo-sgd", rng=0, max_iter=5, batch=5, q=2, record_every=1)
+    run = Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=5, batch=5, q=2, record_every=1)
     snap = run.result()
     assert snap.status is Status.RUNNING and snap.nit == 0 and not snap.success
     drive(run, prob, stop_after=7)
@@ -291,17 +291,17 @@ def test_checkpoint_between_ask_and_tell_resumes_in_another_process(tmp_path: Pa
 
 def test_resume_refuses_other_settings(tmp_path: Path) -> None:
     prob = ls_problem()
-    run = Run(prob, "zo-sgd", rng=0, max_iter=4, batch=5, q=2)
+    run = Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=4, batch=5, q=2)
     drive(run, prob, stop_after=3)
     path = run.save(tmp_path / "c")
     run.close()
     with pytest.raises(InvalidInputError, match="eta"):
-        Run(prob, "zo-sgd", max_iter=4, batch=5, q=2, eta=0.5, resume=path)
+        Run(prob, "zo-sgd", steps="paper", max_iter=4, batch=5, q=2, eta=0.5, resume=path)
     with pytest.raises(InvalidInputError, match="seed"):
-        Run(prob, "zo-sgd", rng=1, max_iter=4, batch=5, q=2, resume=path)
-    resumed = Run(prob, "zo-sgd", max_iter=4, batch=5, q=2, resume=path)
+        Run(prob, "zo-sgd", steps="paper", rng=1, max_iter=4, batch=5, q=2, resume=path)
+    resumed = Run(prob, "zo-sgd", steps="paper", max_iter=4, batch=5, q=2, resume=path)
     drive(resumed, prob)
-    ref = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=4, batch=5, q=2)
+    ref = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=4, batch=5, q=2)
     assert np.array_equal(resumed.result().x, ref.x)
 
 

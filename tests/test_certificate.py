@@ -277,7 +277,7 @@ def test_a_claim_at_the_optimum_is_a_success_and_the_certificate_can_be_tuned_or
 
 
 def test_budget_stops_are_not_certified() -> None:
-    r = zoframe.minimize(least_squares(), "zo-sgd", max_iter=3, rng=0)
+    r = zoframe.minimize(least_squares(), "zo-sgd", steps="paper", max_iter=3, rng=0)
     assert r.status is Status.MAX_ITER and r.certificate is None and "certify" not in r.nfev_by_purpose
 
 

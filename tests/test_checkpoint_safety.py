@@ -95,9 +95,9 @@ def test_unregistered_state_classes_need_an_explicit_allow_list(tmp_path: Path) 
 
 def test_resume_through_minimize_still_works(tmp_path: Path) -> None:
     kw: dict[str, Any] = {"eta": 0.1, "record_every": 0}
-    straight = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=4, max_iter=12, **kw)
-    zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=4, max_iter=6, checkpoint=tmp_path / "r", **kw)
-    resumed = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", max_iter=12, resume=tmp_path / "r", **kw)
+    straight = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", steps="paper", rng=4, max_iter=12, **kw)
+    zoframe.minimize(SmokeFiniteSum(), "zo-sgd", steps="paper", rng=4, max_iter=6, checkpoint=tmp_path / "r", **kw)
+    resumed = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", steps="paper", max_iter=12, resume=tmp_path / "r", **kw)
     assert np.array_equal(straight.x, resumed.x) and straight.nfev == resumed.nfev
 
 

@@ -110,7 +110,7 @@ def test_a_factory_that_raises_a_plain_error_is_a_one_line_error() -> None:
 def test_estimator_parameters_reach_the_estimator(capsys: pytest.CaptureFixture[str]) -> None:
     """`--estimator gaussian -e q=3`: q + 1 = 4 evaluations per step, not the default q = 10's 11."""
     assert main(["solve", "quadratic", "--estimator", "gaussian", "-e", "q=3", "--estimator-param", "mu=1e-4",
-                 *QUICK]) in (0, 1)
+                 "-p", "steps=paper", *QUICK]) in (0, 1)
     out = capsys.readouterr().out
     assert "nfev=40," in out
 
@@ -145,7 +145,7 @@ def test_estimator_parameters_without_driver_support_are_a_clear_error(
 
     calls: list[Any] = []
 
-    def old_minimize(problem: Any, solver: Any = "zo-sgd", *, estimator: Any = None, **kw: Any) -> Any:
+    def old_minimize(problem: Any, solver: Any = "zo-sgd", steps="paper", *, estimator: Any = None, **kw: Any) -> Any:
         calls.append(kw)
         raise AssertionError("must not run")
 
@@ -205,4 +205,4 @@ def test_verify_reports_the_point_of_a_run_that_failed(
 
 def test_a_tiny_mu_warns_that_the_estimate_underflows(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.warns(EstimatorUnderflowWarning, match="mu=1e-300"):
-        assert main(["solve", "quadratic", "-p", "mu=1e-300", *QUICK]) in (0, 1)
+        assert main(["solve", "quadratic", "-p", "mu=1e-300", "-p", "steps=paper", *QUICK]) in (0, 1)

@@ -26,7 +26,8 @@ distributed = pytest.importorskip("distributed", reason="the zoframe[distributed
 
 # batches of 21 rows (q + 1) and more: with 5 rows per block, every estimate is several blocks
 LS = LeastSquares(dim=40, n=300)
-LS_RUN: dict[str, Any] = {"rng": 3, "max_iter": 12, "q": 20, "batch": 16, "eta": 0.01, "record_every": 3}
+LS_RUN: dict[str, Any] = {"rng": 3, "max_iter": 12, "q": 20, "batch": 16, "eta": 0.01, "record_every": 3,
+                          "steps": "paper"}
 NC = NCSC(d1=30, d2=10, n=50)
 NC_RUN: dict[str, Any] = {"rng": 5, "max_iter": 6, "record_every": 2, "steps": "paper"}
 CASES = [("least-squares", LS, "zo-sgd", LS_RUN), ("ncsc", NC, "zo-sgda", NC_RUN)]

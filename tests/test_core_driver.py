@@ -32,7 +32,7 @@ def ls_problem() -> zoframe.FiniteSum:
 
 
 def test_result_has_scipy_fields_and_zo_fields() -> None:
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=1, max_iter=300, eta=0.01, q=10, batch=10)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=1, max_iter=300, eta=0.01, q=10, batch=10)
     # a budget stop is not a certificate: success is reserved for CONVERGED (and feasible) runs
     assert not res.success and res.status is Status.MAX_ITER and res.status.budget and res.nit == 300
     assert res.feasible is None and res.feasibility_tol is None
@@ -47,17 +47,17 @@ def test_result_has_scipy_fields_and_zo_fields() -> None:
 
 def test_same_seed_is_bit_identical_and_other_seed_differs() -> None:
     kw = {"max_iter": 50, "eta": 0.01, "batch": 5}
-    a = zoframe.minimize(ls_problem(), "zo-sgd", rng=7, **kw)
-    b = zoframe.minimize(ls_problem(), "zo-sgd", rng=7, **kw)
-    c = zoframe.minimize(ls_problem(), "zo-sgd", rng=8, **kw)
+    a = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=7, **kw)
+    b = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=7, **kw)
+    c = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=8, **kw)
     assert np.array_equal(a.x, b.x) and np.array_equal(a.trace["fun"], b.trace["fun"])
     assert not np.array_equal(a.x, c.x)
 
 
 def test_seed_none_is_recorded_and_reproduces() -> None:
-    a = zoframe.minimize(ls_problem(), "zo-sgd", max_iter=20)
+    a = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=20)
     assert isinstance(a.seed, int)
-    b = zoframe.minimize(ls_problem(), "zo-sgd", rng=a.seed, max_iter=20)
+    b = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=a.seed, max_iter=20)
     assert np.array_equal(a.x, b.x)
 
 
@@ -67,7 +67,7 @@ def test_refuses_to_run_unbounded() -> None:
 
 
 def test_max_calls_is_exact() -> None:
-    res = zoframe.minimize(SmokeFiniteSum(n=50), "zo-sgd", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
+    res = zoframe.minimize(SmokeFiniteSum(n=50), "zo-sgd", steps="paper", rng=0, max_calls=1000, max_iter=10**6, batch=10, q=10)
     assert res.status is Status.BUDGET and not res.success and "max_calls=1000" in res.message
     assert res.nfev == 990 and res.nit == 9  # the 10th estimate (110 calls) would exceed 1000
     assert res.nfev_by_purpose["monitor"] == 7 * 50  # records at 0, 1, 2, 3, 5, 7 and the last (9), not charged
@@ -81,14 +81,14 @@ def test_smoke_problems_are_monitor_free_and_their_measures_cost_no_budget() -> 
     smoke = SmokeFiniteSum(n=50)
     black = zoframe.FiniteSum(lambda X, idx: smoke.components(X, idx), n=50, x0=smoke.x0)
     kw: dict[str, Any] = {"rng": 0, "max_calls": 1000, "max_iter": 10**6, "batch": 10, "q": 10}
-    free, paid = zoframe.minimize(smoke, "zo-sgd", **kw), zoframe.minimize(black, "zo-sgd", **kw)
+    free, paid = zoframe.minimize(smoke, "zo-sgd", steps="paper", **kw), zoframe.minimize(black, "zo-sgd", steps="paper", **kw)
     assert free.nfev == 990 and paid.nfev + paid.nfev_by_purpose["monitor"] <= 1000 and paid.nfev < free.nfev
 
 
 def test_monitoring_a_black_box_is_paid_from_max_calls() -> None:
     # ls_problem is a user black box (n = 50): each record is 50 real calls
     kw: dict[str, Any] = {"rng": 0, "max_calls": 1000, "max_iter": 10**6, "batch": 10, "q": 10}
-    res = zoframe.minimize(ls_problem(), "zo-sgd", record_every=0, **kw)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", record_every=0, **kw)
     monitor = res.nfev_by_purpose["monitor"]
     assert res.status is Status.BUDGET and res.nfev + monitor <= 1000
     # the first record (50) is paid, and its cost is kept back for the final record: 900 for the solver
@@ -96,27 +96,27 @@ def test_monitoring_a_black_box_is_paid_from_max_calls() -> None:
     assert math.isfinite(res.fun) and res.trace["iteration"][-1] == 8
     # the default records at 0, 1, 2, 3 and 5 too, each paid: 5 * 50 spent and 50 kept back leave 700
     # for the solver, 6 steps of 110; the final record at 6 takes the 50 kept back
-    grid = zoframe.minimize(ls_problem(), "zo-sgd", **kw)
+    grid = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", **kw)
     assert list(grid.trace["iteration"]) == [0, 1, 2, 3, 5, 6]
     assert grid.nfev == 660 and grid.nfev_by_purpose["monitor"] == 300 and grid.status is Status.BUDGET
     # without a call budget nothing is held back, and the monitor's calls are still shown
-    free = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=8, batch=10, q=10, record_every=0)
+    free = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=8, batch=10, q=10, record_every=0)
     assert free.nfev == 880 and free.nfev_by_purpose["monitor"] == 100 and np.array_equal(free.x, res.x)
 
 
 def test_a_record_the_budget_cannot_pay_is_skipped_not_failed() -> None:
     # 60 calls: the first record (50) fits, the solver's first batch (110) does not, the final
     # record needs no new evaluation (iteration 0 is already recorded)
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=60, max_iter=5, batch=10, q=10)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_calls=60, max_iter=5, batch=10, q=10)
     assert res.status is Status.BUDGET and res.nit == 0 and res.nfev_by_purpose["monitor"] == 50
     # 40 calls: not even one record; the run still reports its start
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_calls=40, max_iter=5, batch=10, q=10)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_calls=40, max_iter=5, batch=10, q=10)
     assert res.status is Status.BUDGET and len(res.trace) == 0 and math.isnan(res.fun)
     assert res.nfev_by_purpose.get("monitor", 0) == 0 and np.array_equal(res.x, np.zeros(5))
 
 
 def test_max_time_stops() -> None:
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_time=0.05)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_time=0.05)
     assert res.status is Status.MAX_TIME and res.nit > 0
 
 
@@ -127,21 +127,21 @@ def test_callback_sees_iterations_and_can_stop() -> None:
         seen.append(info.iteration)
         return info.iteration == 7
 
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=100, callback=cb)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=100, callback=cb)
     assert res.status is Status.CALLBACK and res.nit == 7 and seen == list(range(1, 8))
 
 
 def test_record_every_controls_the_trace() -> None:
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=20, record_every=5)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=20, record_every=5)
     assert list(res.trace["iteration"]) == [0, 5, 10, 15, 20]
-    res0 = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=20, record_every=0)
+    res0 = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=20, record_every=0)
     assert list(res0.trace["iteration"]) == [0, 20]
     assert "iteration,calls,seconds,fun" in res.trace.to_csv().splitlines()[0]
 
 
 def test_the_default_trace_records_on_a_geometric_grid(tmp_path: Path) -> None:
     grid = [0, 1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100]
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=123, batch=5)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=123, batch=5)
     assert list(res.trace["iteration"]) == [*grid, 123] == record_iterations(None, 123)
     assert res.nfev_by_purpose["monitor"] == 14 * 50  # 14 records of the n = 50 components
     assert [next_on_grid(k) for k in (0, 7, 99, 100, 149, 700, 1_000_000)] == [1, 10, 100, 150, 150, 1000, 1_500_000]
@@ -151,11 +151,11 @@ def test_the_default_trace_records_on_a_geometric_grid(tmp_path: Path) -> None:
     assert record_iterations(10, 35) == [0, 10, 20, 30, 35] and record_iterations(0, 35) == [0, 35]
     # a budget stop records where it stopped; a resumed run records on the same grid as a straight one
     free = SmokeFiniteSum(n=50)  # monitor_free: the records cost no budget
-    stop = zoframe.minimize(free, "zo-sgd", rng=0, max_calls=41 * 11 * 5 + 7, batch=5)
+    stop = zoframe.minimize(free, "zo-sgd", steps="paper", rng=0, max_calls=41 * 11 * 5 + 7, batch=5)
     assert stop.nit == 41 and list(stop.trace["iteration"]) == [*grid[:10], 41]
     ck = tmp_path / "run"
-    zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=12, batch=5, checkpoint=ck)
-    rest = zoframe.minimize(ls_problem(), "zo-sgd", max_iter=123, batch=5, resume=ck)
+    zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=12, batch=5, checkpoint=ck)
+    rest = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=123, batch=5, resume=ck)
     assert list(rest.trace["iteration"]) == [*grid[:7], 12, *grid[7:], 123]
     assert np.array_equal(rest.x, res.x) and np.array_equal(rest.trace["fun"][[0, 1, 2, 3, 4, 5, 6, 8]],
                                                              res.trace["fun"][:8])
@@ -163,11 +163,11 @@ def test_the_default_trace_records_on_a_geometric_grid(tmp_path: Path) -> None:
 
 def test_checkpoint_and_resume_reach_the_same_final_x(tmp_path: Path) -> None:
     kw = {"eta": 0.01, "batch": 5, "record_every": 10}
-    full = zoframe.minimize(ls_problem(), "zo-sgd", rng=3, max_iter=60, **kw)
+    full = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=3, max_iter=60, **kw)
     ck = tmp_path / "run"
-    part = zoframe.minimize(ls_problem(), "zo-sgd", rng=3, max_iter=25, checkpoint=ck, checkpoint_every=10, **kw)
+    part = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=3, max_iter=25, checkpoint=ck, checkpoint_every=10, **kw)
     assert part.nit == 25 and (tmp_path / "run.npz").exists() and (tmp_path / "run.json").exists()
-    rest = zoframe.minimize(ls_problem(), "zo-sgd", max_iter=60, resume=ck, **kw)
+    rest = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=60, resume=ck, **kw)
     assert np.array_equal(rest.x, full.x) and rest.nfev == full.nfev and rest.nit == 60
     assert rest.seed == 3
     # the resumed trace holds every record of the straight run (plus the stop at 25)
@@ -211,9 +211,9 @@ def test_an_unregistered_solver_object_resumes_its_checkpoint(tmp_path: Path) ->
 
 
 def test_resume_with_another_solver_is_refused(tmp_path: Path) -> None:
-    zoframe.minimize(ls_problem(), "zo-sgd", rng=3, max_iter=5, checkpoint=tmp_path / "c")
+    zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=3, max_iter=5, checkpoint=tmp_path / "c")
     with pytest.raises(InvalidInputError, match="written by solver 'zo-sgd'"):
-        zoframe.minimize(ls_problem(), "zo-signsgd", max_iter=10, resume=tmp_path / "c")
+        zoframe.minimize(ls_problem(), "zo-signsgd", steps="paper", max_iter=10, resume=tmp_path / "c")
 
 
 def test_a_run_that_fails_midway_keeps_what_it_had() -> None:
@@ -228,7 +228,7 @@ def test_a_run_that_fails_midway_keeps_what_it_had() -> None:
 
     prob = zoframe.FiniteSum(f, x0=np.zeros(3))
     with pytest.raises(RunFailedError, match="NonFiniteValueError") as info:
-        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=100, record_every=0)
+        zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=100, record_every=0)
     partial = info.value.result
     assert partial.status is Status.FAILED and partial.nit >= 5 and np.all(np.isfinite(partial.x))
     assert isinstance(info.value.__cause__, zoframe.NonFiniteValueError)
@@ -243,7 +243,7 @@ def test_incompatible_kind_fails_before_any_evaluation() -> None:
 
     prob = zoframe.Minimax(F, x0=np.zeros(2), y0=np.zeros(2))
     with pytest.raises(IncompatibleProblemError, match="does not accept 'minimax' problems"):
-        zoframe.minimize(prob, "zo-sgd", max_iter=5)
+        zoframe.minimize(prob, "zo-sgd", steps="paper", max_iter=5)
     assert calls == []
 
 
@@ -254,30 +254,30 @@ def test_unknown_solver_suggests_names() -> None:
 
 def test_bad_parameters_fail_before_any_evaluation() -> None:
     with pytest.raises(InvalidParameterError, match="eta"):
-        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, eta=-1.0)
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=5, eta=-1.0)
     with pytest.raises(InvalidParameterError, match="mu"):
-        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, mu=0.0)
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=5, mu=0.0)
     with pytest.raises(InvalidParameterError, match="larger than the number of components"):
-        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, batch=51)
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=5, batch=51)
     with pytest.raises(InvalidInputError, match="Valid parameters"):
-        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, etta=0.1)
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=5, etta=0.1)
     with pytest.raises(InvalidInputError, match=r"x0 must have shape \(5,\)"):
-        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=5, x0=np.zeros(4))
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=5, x0=np.zeros(4))
     with pytest.raises(InvalidInputError, match="max_iter"):
-        zoframe.minimize(ls_problem(), "zo-sgd", max_iter=0)
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", max_iter=0)
 
 
 def test_estimator_by_name_and_instance() -> None:
-    a = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", estimator="coordinate", rng=0, max_iter=3)
+    a = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", steps="paper", estimator="coordinate", rng=0, max_iter=3)
     assert a.nfev == 3 * 2 * 4 * 8
-    b = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", estimator=zoframe.SphereEstimator(q=2), rng=0, max_iter=3)
+    b = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", steps="paper", estimator=zoframe.SphereEstimator(q=2), rng=0, max_iter=3)
     assert b.nfev == 3 * 3 * 8
 
 
 def test_caller_x0_is_not_modified_and_problem_builders_work() -> None:
     x0 = np.array([3.0, -2.0])
     prob = zoframe.FiniteSum(lambda x: float(((x - 1.0) ** 2).sum()), x0=x0, vectorized=False)
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=200, eta=0.1, x0=x0)
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=200, eta=0.1, x0=x0)
     assert np.array_equal(x0, [3.0, -2.0]) and np.allclose(res.x, 1.0, atol=0.05)
 
 
@@ -285,17 +285,17 @@ def test_projection_onto_a_feasible_set() -> None:
     from zoframe.sets import Box
 
     prob = zoframe.FiniteSum(lambda X: ((X - 2.0) ** 2).sum(1), x0=np.zeros(3), feasible_set=Box(3, -1.0, 1.0))
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=300, eta=0.05)
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=300, eta=0.05)
     assert np.allclose(res.x, 1.0, atol=1e-6)
 
 
 def test_progress_bar_does_not_break_a_run() -> None:
-    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=0, max_iter=10, progress=True)
+    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", steps="paper", rng=0, max_iter=10, progress=True)
     assert res.nit == 10
 
 
 def test_budget_exhausted_during_init_reports_the_start() -> None:
-    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", rng=0, max_calls=5, max_iter=10)
+    res = zoframe.minimize(SmokeFiniteSum(), "zo-sgd", steps="paper", rng=0, max_calls=5, max_iter=10)
     assert res.status is Status.BUDGET and res.nit == 0 and np.array_equal(res.x, np.zeros(4))
     assert math.isfinite(res.fun)
 

@@ -131,9 +131,9 @@ def test_executor_results_identical_to_in_process(pool: str) -> None:
 def test_minimize_with_executor_is_bit_identical() -> None:
     prob = zoframe.FiniteSum(_square_rows, n=5, x0=np.ones(3))
     kw: dict[str, Any] = {"rng": 4, "max_iter": 30, "eta": 0.01, "batch": 2}
-    ref = zoframe.minimize(prob, "zo-sgd", **kw)
+    ref = zoframe.minimize(prob, "zo-sgd", steps="paper", **kw)
     with ThreadPoolExecutor(2) as ex:
-        par = zoframe.minimize(prob, "zo-sgd", executor=ex, **kw)
+        par = zoframe.minimize(prob, "zo-sgd", steps="paper", executor=ex, **kw)
     assert np.array_equal(ref.x, par.x) and ref.nfev == par.nfev
 
 
@@ -203,7 +203,7 @@ def test_every_result_is_checked_from_the_first_one_point_call(bad: str, error: 
         msg = str(info.value)
         assert "my_objective" in msg and received in msg and "(1,)" in msg
     with pytest.raises(zoframe.ZoframeError) as run_info:  # the error itself, or the run's error naming it
-        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3)
+        zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=3)
     assert "my_objective" in str(run_info.value) and received in str(run_info.value)
 
 
@@ -247,7 +247,7 @@ def test_a_run_with_mu_1e_300_warns_instead_of_silently_standing_still() -> None
 
     prob = zoframe.FiniteSum(_flat_plus, x0=np.ones(3))
     with pytest.warns(EstimatorUnderflowWarning, match="x \\+ mu\\*u == x"):
-        res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=5, mu=1e-300)
+        res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=5, mu=1e-300)
     assert np.array_equal(res.x, prob.x0)
 
 
@@ -263,7 +263,7 @@ def test_user_calls_counts_the_calls_the_users_function_saw(block_rows: int) -> 
         return out
 
     prob = zoframe.FiniteSum(f, n=7, x0=np.zeros(3))
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=6, q=20, batch=3, eta=0.01, block_rows=block_rows)
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=6, q=20, batch=3, eta=0.01, block_rows=block_rows)
     assert res.user_calls == len(seen) > 0
     assert res.nfev + res.nfev_by_purpose.get("monitor", 0) == sum(k * b for k, b in seen)
     assert max(k for k, _ in seen) == min(block_rows, 21)  # 21 points per estimate, in blocks

@@ -29,7 +29,7 @@ def values(problem: Any, req: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- ask/tell
 def test_a_request_of_another_run_is_refused_even_with_the_same_id() -> None:
     prob = ls_problem()
-    with Run(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2) as a, Run(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2) as b:
+    with Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, batch=5, q=2) as a, Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, batch=5, q=2) as b:
         ra, rb = a.ask(), b.ask()
         assert ra is not None and rb is not None and ra.id == rb.id
         with pytest.raises(InvalidInputError, match="this run did not ask"):
@@ -46,20 +46,20 @@ def test_problem_shape_refuses_a_non_finite_start(bad: float) -> None:
     with pytest.raises(InvalidInputError, match="y0 contains NaN or infinity"):
         ProblemShape("minimax", dim=2, x0=np.zeros(2), dim_y=2, y0=np.array([bad, 0.0]))
     with pytest.raises(InvalidInputError, match="x0 contains NaN or infinity"):  # as minimize refuses it
-        zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=2, x0=np.array([0.0, bad, 0.0, 0.0]))
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=2, x0=np.array([0.0, bad, 0.0, 0.0]))
 
 
 @pytest.mark.parametrize("name, value", [("checkpoint", "ck"), ("checkpoint_every", 2), ("executor", object()),
                                          ("chunks", 2), ("progress", True)])
 def test_run_refuses_the_arguments_it_does_not_serve(tmp_path: Path, name: str, value: Any) -> None:
     with pytest.raises(InvalidInputError, match=f"{name}= is not available with ask/tell"):
-        Run(ls_problem(), "zo-sgd", rng=0, max_iter=3, **{name: tmp_path / value if name == "checkpoint" else value})
+        Run(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=3, **{name: tmp_path / value if name == "checkpoint" else value})
     assert not list(tmp_path.iterdir())
 
 
 def test_an_asktell_checkpoint_of_a_newer_format_says_so(tmp_path: Path) -> None:
     prob = ls_problem()
-    with Run(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2) as run:
+    with Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, batch=5, q=2) as run:
         req = run.ask()
         assert req is not None
         run.tell(req, values(prob, req))
@@ -70,7 +70,7 @@ def test_an_asktell_checkpoint_of_a_newer_format_says_so(tmp_path: Path) -> None
     for key, val in (("format", "zoframe-asktell/2"), ("format_version", 2)):
         np.savez(tmp_path / "newer.npz", **{**arrays, "meta": np.array(json.dumps({**doc, key: val}))})
         with pytest.raises(CheckpointError, match=r"newer\.npz.*upgrade zoframe"):
-            Run(prob, "zo-sgd", max_iter=3, batch=5, q=2, resume=tmp_path / "newer.npz")
+            Run(prob, "zo-sgd", steps="paper", max_iter=3, batch=5, q=2, resume=tmp_path / "newer.npz")
 
 
 # --------------------------------------------------------------------------- one rule for run errors
@@ -90,7 +90,7 @@ def test_an_exception_of_the_users_function_ends_the_run_the_same_way_at_any_cal
 
     prob = zoframe.FiniteSum(f, n=3, x0=np.zeros(2))
     with pytest.raises(RunFailedError, match=f"Boom: call {at_call}") as info:
-        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=10, record_every=1)
+        zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=10, record_every=1)
     assert isinstance(info.value.__cause__, Boom)
     res = info.value.result
     assert res.status is zoframe.Status.FAILED and not res.success
@@ -101,20 +101,20 @@ def test_an_exception_of_the_users_function_ends_the_run_the_same_way_at_any_cal
 def test_a_non_finite_value_at_the_first_call_is_a_run_failure_too() -> None:
     prob = zoframe.FiniteSum(lambda X, idx: np.full((X.shape[0], idx.size), np.nan), n=3, x0=np.zeros(2))
     with pytest.raises(RunFailedError) as info:
-        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3)
+        zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=3)
     assert isinstance(info.value.__cause__, zoframe.NonFiniteValueError)
 
 
 @pytest.mark.parametrize("tol", [-1.0, float("nan"), float("inf"), "0.1", True])
 def test_minimize_refuses_a_bad_feasibility_tol(tol: Any) -> None:
     with pytest.raises(InvalidInputError, match="feasibility_tol must be a finite number >= 0"):
-        zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=2, feasibility_tol=tol)
+        zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=2, feasibility_tol=tol)
 
 
 # --------------------------------------------------------------------------- saved results
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Result]:
-    res = zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=20, batch=5, q=2)
+    res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=20, batch=5, q=2)
     base = tmp_path_factory.mktemp("res") / "run"
     res.save(str(base))
     return base, res
@@ -167,12 +167,12 @@ def test_a_forged_but_consistent_result_is_refused(
 # --------------------------------------------------------------------------- driver checkpoints
 def test_a_checkpoint_of_a_newer_format_says_so(tmp_path: Path) -> None:
     prob = ls_problem()
-    zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=4, batch=5, q=2, checkpoint=tmp_path / "ck")
+    zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=4, batch=5, q=2, checkpoint=tmp_path / "ck")
     js = tmp_path / "ck.json"
     doc = json.loads(js.read_text())
     js.write_text(json.dumps({**doc, "format": 3}))
     with pytest.raises(CheckpointError, match=r"format 3, written by a newer zoframe.*upgrade zoframe"):
-        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=8, batch=5, q=2, resume=tmp_path / "ck")
+        zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=8, batch=5, q=2, resume=tmp_path / "ck")
 
 
 # --------------------------------------------------------------------------- atomic caches

@@ -117,7 +117,7 @@ ASKTELL: dict[str, Any] = {"rng": 0, "max_iter": 4, "batch": 4, "q": 2}
 @pytest.fixture(scope="module")
 def asktell_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     prob = ls_problem()
-    with Run(prob, "zo-sgd", **ASKTELL) as run:
+    with Run(prob, "zo-sgd", steps="paper", **ASKTELL) as run:
         for _ in range(5):
             req = run.ask()
             assert req is not None
@@ -128,7 +128,7 @@ def asktell_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _resume_and_finish(path: Path) -> None:
     prob = ls_problem()
     kwargs = {k: v for k, v in ASKTELL.items() if k != "rng"}
-    with Run(prob, "zo-sgd", resume=path, **kwargs) as run:
+    with Run(prob, "zo-sgd", steps="paper", resume=path, **kwargs) as run:
         while (req := run.ask()) is not None:
             run.tell(req, np.asarray(prob.components(req.points, req.indices)))
         try:
@@ -167,7 +167,7 @@ RUN: dict[str, Any] = {"max_iter": 6, "batch": 4, "q": 2}
 @pytest.fixture(scope="module")
 def run_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("ck") / "ck"
-    zoframe.minimize(ls_problem(), "zo-sgd", rng=0, checkpoint=base, **{**RUN, "max_iter": 3})
+    zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, checkpoint=base, **{**RUN, "max_iter": 3})
     return base
 
 
@@ -194,7 +194,7 @@ def test_fuzz_run_checkpoints(tmp_path: Path, run_checkpoint: Path, case: int) -
             doc = {"format": doc}
         write_pair(base, arrays, doc)
     try:
-        res = zoframe.minimize(ls_problem(), "zo-sgd", resume=base, **RUN)
+        res = zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", resume=base, **RUN)
     except (CheckpointError, InvalidInputError) as exc:
         assert str(base) in str(exc), exc
     else:
@@ -205,7 +205,7 @@ def test_fuzz_run_checkpoints(tmp_path: Path, run_checkpoint: Path, case: int) -
 @pytest.fixture(scope="module")
 def saved_result(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("res") / "run"
-    zoframe.minimize(ls_problem(), "zo-sgd", rng=0, max_iter=10, batch=4, q=2).save(str(base))
+    zoframe.minimize(ls_problem(), "zo-sgd", steps="paper", rng=0, max_iter=10, batch=4, q=2).save(str(base))
     return base
 
 

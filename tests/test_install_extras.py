@@ -64,7 +64,7 @@ CHILD = textwrap.dedent(
         A = np.random.default_rng(0).normal(size=(50, 5))
         b = A @ np.ones(5)
         prob = zoframe.FiniteSum(lambda X, idx: (X @ A[idx].T - b[idx]) ** 2, n=50, x0=np.zeros(5))
-        res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=1500, eta=0.01, q=10, batch=10)
+        res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=1500, eta=0.01, q=10, batch=10)
         return [float(res.fun), float(prob.components(prob.x0[None], np.arange(50)).mean()), res.nfev]
 
     def user_constrained():
@@ -111,11 +111,11 @@ CHILD = textwrap.dedent(
 
     def trace_plot():
         prob = zoframe.FiniteSum(lambda X: (X ** 2).sum(axis=1), x0=np.ones(3))
-        zoframe.plot.trace(zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=5, eta=0.05))
+        zoframe.plot.trace(zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=5, eta=0.05))
 
     def save_and_load():
         prob = zoframe.FiniteSum(lambda X: (X ** 2).sum(axis=1), x0=np.ones(3))
-        res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=5, eta=0.05)
+        res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=5, eta=0.05)
         base = str(Path(tempfile.mkdtemp()) / "run")
         res.save(base)
         back = zoframe.Result.load(base)

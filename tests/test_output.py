@@ -46,7 +46,7 @@ _RUN = (
     "import time\n"
     "def slow(info):\n"
     "    time.sleep(0.004)\n"
-    "zoframe.minimize(p, 'zo-sgd', rng=0, max_iter=300, eta=0.05, progress=True, callback=slow)\n"
+    "zoframe.minimize(p, 'zo-sgd', steps='paper', rng=0, max_iter=300, eta=0.05, progress=True, callback=slow)\n"
 )
 
 
@@ -66,7 +66,7 @@ def rate_report() -> object:
     from zoframe_verify import rate_study
 
     prob = zoframe.FiniteSum(lambda X: ((X - 1.0) ** 2).sum(axis=1), x0=np.zeros(4))
-    return rate_study("zo-sgd", prob, seeds=3, budget=2000, params={"eta": 0.05}, n_boot=50)
+    return rate_study("zo-sgd", prob, seeds=3, budget=2000, params={"eta": 0.05, "steps": "paper"}, n_boot=50)
 
 
 def test_rate_report_prints_a_summary_and_keeps_the_data(rate_report: object) -> None:

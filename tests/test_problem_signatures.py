@@ -89,5 +89,5 @@ def test_the_checked_form_is_the_form_zoframe_calls() -> None:
         return _two(X, idx)
 
     prob = zoframe.FiniteSum(f, n=5, x0=X0)
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3, batch=2, q=2)
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, batch=2, q=2)
     assert res.nit == 3 and seen and set(seen) <= {2, 5}

@@ -54,7 +54,7 @@ def test_a_scalar_function_without_vectorized_false_gets_the_hint() -> None:
         problem.components(np.zeros((4, 3)), np.arange(1))
     assert "returned shape () (one number) for a batch of 4 point(s)" in str(info.value)
     with pytest.raises(RunFailedError, match=r"build the problem with vectorized=False"):
-        zoframe.minimize(problem, "zo-sgd", rng=0, max_iter=5)
+        zoframe.minimize(problem, "zo-sgd", steps="paper", rng=0, max_iter=5)
     numpy_scalar = zoframe.FiniteSum(lambda X: np.float64(1.0), x0=np.zeros(3))
     with pytest.raises(ShapeError, match=r"vectorized=False"):
         numpy_scalar.components(np.zeros((2, 3)), np.arange(1))
@@ -63,4 +63,4 @@ def test_a_scalar_function_without_vectorized_false_gets_the_hint() -> None:
         cons.constraints(np.zeros((3, 2)), np.arange(2))
     # the same function built as scalar runs
     fixed = zoframe.FiniteSum(lambda x: float(((x - 1.0) ** 2).sum()), x0=np.zeros(3), vectorized=False)
-    assert zoframe.minimize(fixed, "zo-sgd", rng=0, max_iter=5).nit == 5
+    assert zoframe.minimize(fixed, "zo-sgd", steps="paper", rng=0, max_iter=5).nit == 5

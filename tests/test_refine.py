@@ -17,6 +17,8 @@ from zoframe.refine import (
     RefineSettings,
     Region,
     minimize_smooth,
+    qn_start,
+    qn_step,
     variable_scales,
 )
 from zoframe.sets import Ball, Box, Simplex
@@ -85,3 +87,36 @@ def test_noise_limited_near_the_best_the_noise_allows(level: float) -> None:
 def test_variable_scales_have_no_floor_of_one() -> None:
     s = variable_scales(np.array([1e-3, 2e-3, 0.0, 5e3]), Region())
     assert s[0] == 1e-3 and s[1] == 2e-3 and s[3] == 5e3 and 1e-3 < s[2] < 5e3
+
+
+def test_forward_differences_after_the_start_while_the_gradient_is_large() -> None:
+    """The start's central differences (2 d points, for the curvature) do not commit the engine to central ones:
+    far from the minimum an iteration costs d points plus its trial points, central ones only near it."""
+    d = 10
+    A = np.diag(np.linspace(1.0, 30.0, d))
+    x0 = np.full(d, 5.0)
+    st, _ = _run(lambda X: 0.5 * np.einsum("ij,jk,ik->i", X - 1.0, A, X - 1.0), x0)
+    assert st.status == CONVERGED and np.allclose(st.x, 1.0, atol=1e-8)
+    seen: list[bool] = []
+    o2 = CountingOracle(zoframe.FiniteSum(lambda X: 0.5 * np.einsum("ij,jk,ik->i", X - 1.0, A, X - 1.0), x0=x0))
+    fn, settings = FullSum(o2), RefineSettings()
+    s = qn_start(fn, x0, Region(), settings)
+    assert s.central and s.points == 2 * d + 1
+    while not s.done:
+        before = s.points
+        s = qn_step(fn, s, Region(), settings)
+        seen.append(s.central)
+        if not s.central:
+            assert s.points - before <= d + 12  # d forward points plus the trial points
+    assert seen[0] is False and seen[-1] is True  # forward first, central at the end
+
+
+def test_a_narrow_box_does_not_make_a_large_gradient_look_small() -> None:
+    """In a box of width 1e-2 the projected gradient |x - P(x - g)| is at most 1e-2 whatever g: the switch to central
+    differences looks at the free variables' gradient, so the step to the bound is followed by forward differences
+    (one iteration: 2 d + 1 points to start, one trial point, d forward points)."""
+    d = 20
+    fun = lambda X: (((X / 0.01 - 1.0) ** 2) + np.log1p((X / 0.01) ** 2)).sum(axis=1)  # noqa: E731
+    st, oracle = _run(fun, np.zeros(d), Box(d, -0.01, 0.003))
+    assert st.status == CONVERGED and np.allclose(st.x, 0.003)
+    assert st.it == 1 and oracle.calls == (2 * d + 1) + 1 + d

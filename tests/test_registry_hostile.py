@@ -155,7 +155,7 @@ def test_shared_name_keeps_zoframe_working_with_qualified_names(
         reg.find("zo-sgd")
     # unambiguous names, qualified names and the rest of the host keep working
     assert reg.solver("zo-signsgd").name == "zo-signsgd" and reg.solver("basic:zo-signsgd").name == "zo-signsgd"
-    res = zoframe.minimize(SmokeFiniteSum(), "dup:zo-sgd", rng=0, max_iter=20, registry=reg)
+    res = zoframe.minimize(SmokeFiniteSum(), "dup:zo-sgd", steps="paper", rng=0, max_iter=20, registry=reg)
     assert res.nit == 20
     code, out, _ = run_cli(reg, ["list"], monkeypatch, capsys)
     assert code == 0 and "basic:zo-sgd" in out and "dup:zo-sgd" in out and "zo-signsgd" in out

@@ -21,7 +21,7 @@ def _run(solver: str = "zo-sgd", seed: int = 0) -> Result:
     A = np.random.default_rng(1).normal(size=(40, 6))
     b = A @ np.linspace(-1.0, 1.0, 6)
     prob = zoframe.FiniteSum(lambda X, idx: (X @ A[idx].T - b[idx]) ** 2, n=40, x0=np.zeros(6))
-    return zoframe.minimize(prob, solver, rng=seed, max_iter=200, eta=0.005, q=5, batch=8)
+    return zoframe.minimize(prob, solver, rng=seed, max_iter=200, eta=0.005, q=5, batch=8, steps="paper")
 
 
 def _minimax_run() -> Result:
@@ -135,8 +135,8 @@ def test_result_save_is_one_unit_a_crash_between_the_renames_is_rolled_forward(
     from zoframe import checkpoint
 
     prob = zoframe.FiniteSum(lambda X: (X * X).sum(1), x0=np.ones(3))
-    old = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3)
-    new = zoframe.minimize(prob, "zo-sgd", rng=1, max_iter=5)
+    old = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=3)
+    new = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=1, max_iter=5)
     base = tmp_path / "run"
     old.save(str(base))
     real_replace = os.replace

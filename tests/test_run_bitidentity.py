@@ -13,6 +13,9 @@ The references were written on one machine; matrix products may round differentl
 with them: where it differs, floats are compared to ``1e-9`` of their scale instead of exactly, and
 not at all in a run whose iterates grow exponentially (``_AMPLIFYING``: its structure, counts and
 status still are).
+The runs pass ``steps="paper"`` (the papers' fixed steps, bit for bit); the two runs that run away
+(``sgd-diverges``, ``sgd-nonfinite``) end DIVERGED at the divergence test of :mod:`zoframe.phases`, and
+:func:`test_paper_steps_until_the_divergence_test_match_a_plain_loop` checks their iterates up to there.
 Rewrite the references only on purpose::
 
     python tests/test_run_bitidentity.py --write
@@ -65,12 +68,12 @@ def _runs(tmp: Path) -> dict[str, Any]:
     """Every case: name -> (result, what a callback saw or the warnings caught, or None)."""
     out: dict[str, Any] = {}
     ls = _ls()
-    out["sgd-full"] = (zoframe.minimize(ls, "zo-sgd", rng=1, max_iter=40, record_every=1, eta=0.05), None)
-    out["sgd-b10-notrace"] = (zoframe.minimize(ls, "zo-sgd", rng=2, max_iter=300, record_every=0, eta=0.05,
+    out["sgd-full"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=1, max_iter=40, record_every=1, eta=0.05), None)
+    out["sgd-b10-notrace"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=2, max_iter=300, record_every=0, eta=0.05,
                                                batch=10), None)
-    out["sgd-b37-every7"] = (zoframe.minimize(ls, "zo-sgd", rng=3, max_iter=100, record_every=7, eta=0.03, q=4,
+    out["sgd-b37-every7"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=3, max_iter=100, record_every=7, eta=0.03, q=4,
                                               mu=1e-4, batch=37), None)
-    out["sgd-budget"] = (zoframe.minimize(ls, "zo-sgd", rng=4, max_calls=11 * 20 * 33 + 5, record_every=5,
+    out["sgd-budget"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=4, max_calls=11 * 20 * 33 + 5, record_every=5,
                                           eta=0.05, batch=20), None)
     seen: list[list[float]] = []
 
@@ -80,42 +83,42 @@ def _runs(tmp: Path) -> dict[str, Any]:
                      math.nan if m is None else float(m["fun"])])
         return info.nit >= 23
 
-    out["sgd-callback"] = (zoframe.minimize(ls, "zo-sgd", rng=5, max_iter=100, record_every=4, eta=0.05, batch=15,
+    out["sgd-callback"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=5, max_iter=100, record_every=4, eta=0.05, batch=15,
                                             callback=cb), seen)
-    out["sgd-sphere"] = (zoframe.minimize(ls, "zo-sgd", rng=6, max_iter=60, record_every=1, eta=0.01, batch=30,
+    out["sgd-sphere"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=6, max_iter=60, record_every=1, eta=0.01, batch=30,
                                           estimator="sphere",
                                           estimator_params={"q": 3, "mu": 1e-3}), None)
-    out["sgd-coordinate"] = (zoframe.minimize(ls, "zo-sgd", rng=7, max_iter=30, record_every=1, eta=0.05, batch=25,
+    out["sgd-coordinate"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=7, max_iter=30, record_every=1, eta=0.05, batch=25,
                                               estimator="coordinate"), None)
-    out["sgd-gaussian-instance"] = (zoframe.minimize(ls, "zo-sgd", rng=8, max_iter=50, record_every=1, eta=0.05, batch=50,
+    out["sgd-gaussian-instance"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=8, max_iter=50, record_every=1, eta=0.05, batch=50,
                                                      estimator=GaussianEstimator(q=6, mu=2e-3)), None)
-    out["sgd-box"] = (zoframe.minimize(_boxed(_boxed_fun), "zo-sgd", rng=9, max_iter=80, eta=0.05, batch=8,
+    out["sgd-box"] = (zoframe.minimize(_boxed(_boxed_fun), "zo-sgd", steps="paper", rng=9, max_iter=80, eta=0.05, batch=8,
                                        record_every=3), None)
-    out["sgd-quadratic-inf"] = (zoframe.minimize(Quadratic(dim=8, cond=50.0, seed=1), "zo-sgd", rng=10,
+    out["sgd-quadratic-inf"] = (zoframe.minimize(Quadratic(dim=8, cond=50.0, seed=1), "zo-sgd", steps="paper", rng=10,
                                                  max_iter=120, record_every=2, eta=0.02, nonfinite="inf"), None)
     with warnings.catch_warnings(record=True) as caught:  # the estimate underflows on the way out
         warnings.simplefilter("always")
-        res = zoframe.minimize(Quadratic(dim=5, cond=10.0, seed=2), "zo-sgd", rng=11, max_iter=400, eta=1.5,
+        res = zoframe.minimize(Quadratic(dim=5, cond=10.0, seed=2), "zo-sgd", steps="paper", rng=11, max_iter=400, eta=1.5,
                                nonfinite="inf", record_every=0)
     out["sgd-diverges"] = (res, [f"{w.category.__name__}: {w.message}" for w in caught])
     with warnings.catch_warnings(record=True) as caught:  # exp overflows: +inf values, then a NaN iterate
         warnings.simplefilter("always")
-        res = zoframe.minimize(zoframe.FiniteSum(_runaway, x0=np.zeros(3)), "zo-sgd", rng=15, max_iter=200, eta=1.0,
+        res = zoframe.minimize(zoframe.FiniteSum(_runaway, x0=np.zeros(3)), "zo-sgd", steps="paper", rng=15, max_iter=200, eta=1.0,
                                nonfinite="inf", record_every=10)
     out["sgd-nonfinite"] = (res, sorted({w.category.__name__ for w in caught}))
-    out["signsgd"] = (zoframe.minimize(ls, "zo-signsgd", rng=12, max_iter=80, record_every=1, eta=0.01, batch=16),
+    out["signsgd"] = (zoframe.minimize(ls, "zo-signsgd", steps="paper", rng=12, max_iter=80, record_every=1, eta=0.01, batch=16),
                       None)
-    out["signsgd-decay"] = (zoframe.minimize(ls, "zo-signsgd", rng=13, max_iter=80, eta=0.02, decay=True,
+    out["signsgd-decay"] = (zoframe.minimize(ls, "zo-signsgd", steps="paper", rng=13, max_iter=80, eta=0.02, decay=True,
                                              record_every=0), None)
     # the default trace: records at 0, 1, 2, 3, 5, 7, 10, ... and the last iteration
-    out["sgd-default-trace"] = (zoframe.minimize(ls, "zo-sgd", rng=16, max_iter=321, eta=0.05, batch=10), None)
-    out["sgd-default-trace-budget"] = (zoframe.minimize(ls, "zo-sgd", rng=17, max_calls=11 * 20 * 77 + 5, eta=0.05,
+    out["sgd-default-trace"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=16, max_iter=321, eta=0.05, batch=10), None)
+    out["sgd-default-trace-budget"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", rng=17, max_calls=11 * 20 * 77 + 5, eta=0.05,
                                                         batch=20), None)
     path = tmp / "ckpt"
-    first = zoframe.minimize(ls, "zo-sgd", rng=14, max_iter=30, eta=0.05, batch=12, record_every=6,
+    first = zoframe.minimize(ls, "zo-sgd", steps="paper", rng=14, max_iter=30, eta=0.05, batch=12, record_every=6,
                              checkpoint=path, checkpoint_every=10)
     out["sgd-checkpoint-first"] = (first, None)
-    out["sgd-checkpoint-resumed"] = (zoframe.minimize(ls, "zo-sgd", max_iter=55, eta=0.05, batch=12,
+    out["sgd-checkpoint-resumed"] = (zoframe.minimize(ls, "zo-sgd", steps="paper", max_iter=55, eta=0.05, batch=12,
                                                       record_every=6, resume=path), None)
     return out
 
@@ -194,7 +197,7 @@ def test_runs_match_the_stored_references(tmp_path: Path) -> None:
 
 
 #: runs whose iterates grow exponentially: on a machine that rounds differently, their floats are not compared
-_AMPLIFYING = frozenset({"sgd-diverges"})
+_AMPLIFYING = frozenset({"sgd-diverges", "sgd-nonfinite"})
 
 
 def _no_floats(doc: Any) -> Any:
@@ -226,12 +229,22 @@ def test_zo_sgd_matches_a_plain_loop(batch: int | None, sphere: bool) -> None:
     ls = _ls()
     est: Any = SphereEstimator(q=5, mu=1e-3) if sphere else GaussianEstimator(q=10, mu=1e-3)
     x = _plain_zo_sgd(ls, 120, 0.02, batch, est, seed=21)
-    res = zoframe.minimize(ls, "zo-sgd", rng=21, max_iter=120, eta=0.02, batch=batch, estimator=est,
+    res = zoframe.minimize(ls, "zo-sgd", steps="paper", rng=21, max_iter=120, eta=0.02, batch=batch, estimator=est,
                            record_every=0)
     assert np.array_equal(res.x, x)
     if not sphere:  # the default estimator of zo-sgd is gaussian(q, mu)
-        res = zoframe.minimize(ls, "zo-sgd", rng=21, max_iter=120, eta=0.02, batch=batch, record_every=0)
+        res = zoframe.minimize(ls, "zo-sgd", steps="paper", rng=21, max_iter=120, eta=0.02, batch=batch, record_every=0)
         assert np.array_equal(res.x, x)
+
+
+def test_paper_steps_until_the_divergence_test_match_a_plain_loop() -> None:
+    """The run that runs away is the paper's iteration bit for bit until the divergence test stops it."""
+    prob = Quadratic(dim=5, cond=10.0, seed=2)
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=11, max_iter=400, eta=1.5, nonfinite="inf",
+                           record_every=0)  # fmt: skip
+    assert res.status is zoframe.Status.DIVERGED and "diverged at iteration" in res.message
+    assert 1 < res.nit < 400 and "exceeds" in res.message
+    assert np.array_equal(res.x, _plain_zo_sgd(prob, res.nit, 1.5, None, GaussianEstimator(q=10, mu=1e-3), 11))
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def test_minimize_takes_the_lean_path(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("estimate() called on the lean path")
 
     monkeypatch.setattr(GaussianEstimator, "estimate", refuse)
-    res = zoframe.minimize(_ls(), "zo-sgd", rng=0, max_iter=5, batch=7, record_every=0)
+    res = zoframe.minimize(_ls(), "zo-sgd", steps="paper", rng=0, max_iter=5, batch=7, record_every=0)
     assert res.nit == 5
 
 
@@ -135,9 +135,9 @@ def test_a_subclass_that_redefines_estimate_is_asked_through_it() -> None:
     est = CountingGaussian(q=4, mu=1e-3, calls=calls)
     est.gradient(lambda X: (X * X).sum(axis=1), np.ones(3), np.random.default_rng(0))
     assert calls == [1]
-    res = zoframe.minimize(_ls(), "zo-sgd", rng=3, max_iter=25, batch=10, estimator=est, record_every=0)
+    res = zoframe.minimize(_ls(), "zo-sgd", steps="paper", rng=3, max_iter=25, batch=10, estimator=est, record_every=0)
     assert len(calls) == 26
-    ref = zoframe.minimize(_ls(), "zo-sgd", rng=3, max_iter=25, batch=10, estimator=GaussianEstimator(q=4, mu=1e-3),
+    ref = zoframe.minimize(_ls(), "zo-sgd", steps="paper", rng=3, max_iter=25, batch=10, estimator=GaussianEstimator(q=4, mu=1e-3),
                            record_every=0)
     assert np.array_equal(res.x, ref.x)
 
@@ -232,8 +232,8 @@ def test_max_time_counts_the_solvers_time() -> None:
 
 def test_ask_tell_snapshot_without_observers_shows_the_last_completed_iteration() -> None:
     prob = _ls()
-    run = Run(prob, "zo-sgd", rng=0, max_iter=6, batch=5, q=2, record_every=0)
-    ref = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3, batch=5, q=2, record_every=0)
+    run = Run(prob, "zo-sgd", steps="paper", rng=0, max_iter=6, batch=5, q=2, record_every=0)
+    ref = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, batch=5, q=2, record_every=0)
     done, snapped = 0, False
     while (req := run.ask()) is not None:
         if req.purpose == "estimate":
@@ -257,7 +257,7 @@ def test_the_blas_limit_holds_during_the_run_and_is_lifted_after() -> None:
         seen.append(blas_threads())
         return True
 
-    zoframe.minimize(_ls(), "zo-sgd", rng=0, max_iter=3, callback=cb)
+    zoframe.minimize(_ls(), "zo-sgd", steps="paper", rng=0, max_iter=3, callback=cb)
     assert seen == [{1}] or not before
     assert blas_threads() == before
 

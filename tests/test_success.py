@@ -26,7 +26,7 @@ def quad() -> zoframe.FiniteSum:
      ({"max_time": 0.02}, Status.MAX_TIME)],
 )
 def test_a_budget_stop_is_not_a_success_and_says_which_budget(budget: dict[str, float], status: Status) -> None:
-    res = zoframe.minimize(quad(), "zo-sgd", rng=0, **budget)  # type: ignore[arg-type]
+    res = zoframe.minimize(quad(), "zo-sgd", steps="paper", rng=0, **budget)  # type: ignore[arg-type]
     assert res.status is status and status.budget and not res.success and not res.status.success
     assert np.all(np.isfinite(res.x))  # the run did not fail
 
@@ -46,7 +46,7 @@ def test_decide_success_refuses_non_finite_infeasible_and_budget_stops() -> None
 @pytest.mark.filterwarnings("ignore:.*floating-point spacing")
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_divergence_with_a_large_step_is_never_a_success() -> None:
-    res = zoframe.minimize(quad(), "zo-sgd", rng=0, max_iter=200, eta=10.0)
+    res = zoframe.minimize(quad(), "zo-sgd", steps="paper", rng=0, max_iter=200, eta=10.0)
     assert not res.success and res.fun_best <= res.trace["fun"][0]
 
 
@@ -56,7 +56,9 @@ def test_nonfinite_inf_stops_at_the_first_non_finite_iterate() -> None:
     # unbounded below and steep: the values overflow (-inf, read as +inf) at an iterate: the run ends there,
     # DIVERGED, on that last (finite) iterate, saying the function is not finite at it
     prob = zoframe.FiniteSum(lambda X: -np.exp(X.sum(axis=1)), x0=np.zeros(3))
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=500, eta=1.0, nonfinite="inf", record_every=1)
+    # divergence_limit=1e300: the run loop's own test of the iterate, not the solver's divergence test
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=500, eta=1.0, nonfinite="inf", record_every=1,
+                           divergence_limit=1e300)  # fmt: skip
     assert res.status is Status.DIVERGED and not res.success
     assert f"diverged at iteration {res.nit + 1}" in res.message and "not finite at the point" in res.message
     assert res.nit < 500 and np.all(np.isfinite(res.x))
@@ -115,16 +117,16 @@ def test_iteration_info_has_nit_and_the_iteration_alias() -> None:
     def cb(info: zoframe.IterationInfo) -> None:
         seen.append((info.nit, info.iteration, info.calls))
 
-    res = zoframe.minimize(quad(), "zo-sgd", rng=0, max_iter=4, callback=cb, q=2)
+    res = zoframe.minimize(quad(), "zo-sgd", steps="paper", rng=0, max_iter=4, callback=cb, q=2)
     assert [s[0] for s in seen] == [1, 2, 3, 4] and all(a == b for a, b, _ in seen)
     assert seen[-1][0] == res.nit and seen[-1][2] == res.nfev
 
 
 # ----------------------------------------------------------------------------- estimator params
 def test_estimator_params_reach_the_estimator() -> None:
-    res = zoframe.minimize(quad(), "zo-sgd", estimator="gaussian", estimator_params={"q": 3}, rng=0, max_iter=5)
+    res = zoframe.minimize(quad(), "zo-sgd", steps="paper", estimator="gaussian", estimator_params={"q": 3}, rng=0, max_iter=5)
     assert res.nfev == 5 * (3 + 1)
-    default = zoframe.minimize(quad(), "zo-sgd", estimator="gaussian", rng=0, max_iter=5)
+    default = zoframe.minimize(quad(), "zo-sgd", steps="paper", estimator="gaussian", rng=0, max_iter=5)
     assert default.nfev == 5 * (10 + 1)
 
 
@@ -147,20 +149,20 @@ def test_parameters_that_cannot_reach_their_target_are_errors(kwargs: dict[str, 
 
     prob = zoframe.FiniteSum(f, x0=np.zeros(2))
     with pytest.raises(InvalidInputError, match=match):
-        zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=3, **kwargs)  # type: ignore[arg-type]
+        zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=3, **kwargs)  # type: ignore[arg-type]
     assert calls == []  # refused before any evaluation
 
 
 # ----------------------------------------------------------------------------- resume
 def test_resume_refuses_other_parameters_or_seed(tmp_path: Path) -> None:
     ck = tmp_path / "c"
-    zoframe.minimize(quad(), "zo-sgd", rng=3, max_iter=5, eta=0.01, checkpoint=ck)
+    zoframe.minimize(quad(), "zo-sgd", steps="paper", rng=3, max_iter=5, eta=0.01, checkpoint=ck)
     with pytest.raises(InvalidInputError, match=r"other parameters.*eta: 0.01 in the checkpoint, 0.02 now"):
-        zoframe.minimize(quad(), "zo-sgd", max_iter=10, eta=0.02, resume=ck)
+        zoframe.minimize(quad(), "zo-sgd", steps="paper", max_iter=10, eta=0.02, resume=ck)
     with pytest.raises(InvalidInputError, match=r"seed 3, not 4"):
-        zoframe.minimize(quad(), "zo-sgd", rng=4, max_iter=10, eta=0.01, resume=ck)
+        zoframe.minimize(quad(), "zo-sgd", steps="paper", rng=4, max_iter=10, eta=0.01, resume=ck)
     with pytest.raises(InvalidInputError, match="estimator"):
-        zoframe.minimize(quad(), "zo-sgd", max_iter=10, eta=0.01, estimator="sphere", resume=ck)
-    a = zoframe.minimize(quad(), "zo-sgd", rng=3, max_iter=10, eta=0.01, resume=ck)  # the same seed is fine
-    b = zoframe.minimize(quad(), "zo-sgd", rng=3, max_iter=10, eta=0.01)
+        zoframe.minimize(quad(), "zo-sgd", steps="paper", max_iter=10, eta=0.01, estimator="sphere", resume=ck)
+    a = zoframe.minimize(quad(), "zo-sgd", steps="paper", rng=3, max_iter=10, eta=0.01, resume=ck)  # the same seed is fine
+    b = zoframe.minimize(quad(), "zo-sgd", steps="paper", rng=3, max_iter=10, eta=0.01)
     assert np.array_equal(a.x, b.x)

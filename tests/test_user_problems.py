@@ -120,7 +120,7 @@ def test_fingerprints_tell_problems_apart_and_repeat() -> None:
 def test_rate_study_takes_a_problem_object_and_a_factory(tmp_path: Path) -> None:
     from zoframe_verify import rate_study
 
-    kw = dict(seeds=2, budget=150, params={"eta": 0.05}, n_boot=50, db=tmp_path / "runs.sqlite")
+    kw = dict(seeds=2, budget=150, params={"eta": 0.05, "steps": "paper"}, n_boot=50, db=tmp_path / "runs.sqlite")
     rep = rate_study("zo-sgd", _quadratic(), **kw)
     assert rep.executed == 2 and rep.config.problem.startswith("finite-sum@")
     assert all(r.values.size == 150 and r.values[-1] < r.values[0] for r in rep.runs)

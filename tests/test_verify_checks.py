@@ -175,7 +175,7 @@ def test_admm_report_zero_at_reference_and_positive_elsewhere() -> None:
 
 def test_verify_a_result_of_minimize() -> None:
     prob = zoframe.default_registry().make_problem("quadratic", dim=5)
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=300, eta=0.05)
+    res = zoframe.minimize(prob, "zo-sgd", steps="paper", rng=0, max_iter=300, eta=0.05)
     rep = verify(prob, res)
     assert rep.solver == res.solver and rep.kind == "finite_sum"
     assert rep.measures["dist_to_reference"] == pytest.approx(float(np.linalg.norm(res.x - prob.center)))

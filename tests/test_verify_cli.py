@@ -26,7 +26,7 @@ def test_commands_and_problems_are_registered() -> None:
 def test_verify_a_saved_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "run"
     argv = ["solve", "quadratic", "--solver", "zo-sgd", "--max-iter", "200", "--no-progress",
-            "-p", "eta=0.05", "--problem-arg", "dim=6", "-o", str(out)]
+            "-p", "eta=0.05", "-p", "steps=paper", "--problem-arg", "dim=6", "-o", str(out)]
     assert main(argv) == 0
     capsys.readouterr()
     code = main(["verify", str(out), "--problem", "quadratic", "--problem-arg", "dim=6", "--json"])
@@ -57,7 +57,7 @@ def test_verify_a_run_saved_from_python(tmp_path: Path, capsys: pytest.CaptureFi
     import zoframe
 
     prob = default_registry().make_problem("quadratic", dim=4)
-    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=400, eta=0.05)
+    res = zoframe.minimize(prob, "zo-sgd", rng=0, max_iter=400)
     res.save(str(tmp_path / "mine"))
     code = main(["verify", str(tmp_path / "mine"), "--problem", "quadratic", "--problem-arg", "dim=4",
                  "--tol-stationarity", "0.05", "--tol-gap", "0.05"])
@@ -70,7 +70,7 @@ def test_verify_reads_the_problem_from_the_run_or_needs_its_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    assert main(["solve", "quadratic", "--max-iter", "5", "--no-progress", "-o", str(out)]) in (0, 1)
+    assert main(["solve", "quadratic", "--max-iter", "5", "--no-progress", "-p", "steps=paper", "-o", str(out)]) in (0, 1)
     capsys.readouterr()
     # `zoframe solve -o` records the problem and its arguments; 5 iterations are far from stationary: FAIL
     assert main(["verify", str(out)]) == 1
@@ -80,7 +80,7 @@ def test_verify_reads_the_problem_from_the_run_or_needs_its_name(
     from zoframe_basic.problems import Quadratic
 
     bare = tmp_path / "bare"
-    zoframe.minimize(Quadratic(), "zo-sgd", rng=0, max_iter=5).save(str(bare))  # saved without metadata
+    zoframe.minimize(Quadratic(), "zo-sgd", steps="paper", rng=0, max_iter=5).save(str(bare))  # saved without metadata
     assert main(["verify", str(bare)]) == 2
     assert "--problem NAME" in capsys.readouterr().err
     assert main(["verify", str(tmp_path / "missing"), "--problem", "quadratic"]) == 2

@@ -93,7 +93,7 @@ def test_interrupted_sweep_resumes_without_repeating_runs(tmp_path: Path) -> Non
 def test_rate_of_zo_sgd_on_a_quadratic_matches_the_proven_exponent(tmp_path: Path) -> None:
     """ZO-SGD on the smooth deterministic quadratic: (1/T) sum ||grad f||^2 = O(1/T) (slope -1)."""
     rep = rate_study(
-        "zo-sgd", "quadratic", seeds=4, budget=1500, params={"eta": 0.05}, problem_args={"dim": 8},
+        "zo-sgd", "quadratic", seeds=4, budget=1500, params={"eta": 0.05, "steps": "paper"}, problem_args={"dim": 8},
         db=tmp_path / "r.sqlite", out=tmp_path / "out", n_boot=300, tol=0.05,
     )
     assert rep.curve == "avg" and rep.config.measure == "grad_norm_sq"
@@ -141,7 +141,7 @@ def test_bad_study_arguments_fail_before_any_run(tmp_path: Path) -> None:
 
 def test_seeds_by_horizons_sweep(tmp_path: Path) -> None:
     rep = rate_study(
-        "zo-sgd", "quadratic", seeds=2, horizons=[30, 100, 300, 1000], params={"eta": 0.05},
+        "zo-sgd", "quadratic", seeds=2, horizons=[30, 100, 300, 1000], params={"eta": 0.05, "steps": "paper"},
         problem_args={"dim": 5}, db=tmp_path / "h.sqlite", decades=1.2, n_boot=100,
     )
     assert rep.horizons == (30, 100, 300, 1000) and len(rep.runs) == 8
@@ -173,7 +173,7 @@ def test_rate_study_recovers_a_sublinear_exponent_of_the_last_iterates(tmp_path:
     exponent = PowerSum(p=4.0).grad_norm_sq_exponent()
     assert exponent == -3.0
     rep = rate_study(
-        "zo-sgd", "power-sum", seeds=4, budget=3000, params={"eta": 0.1}, measure="grad_norm_sq", curve="min",
+        "zo-sgd", "power-sum", seeds=4, budget=3000, params={"eta": 0.1, "steps": "paper"}, measure="grad_norm_sq", curve="min",
         decades=1.0, theory=exponent, tol=0.1, db=tmp_path / "p.sqlite", n_boot=300,
     )
     fit = rep.fits["iterations"]
@@ -181,7 +181,7 @@ def test_rate_study_recovers_a_sublinear_exponent_of_the_last_iterates(tmp_path:
     assert abs(fit.slope - exponent) < 0.1 and fit.residual < 0.05
     assert rep.verdicts == {"iterations": "consistent", "calls": "consistent"}
     slow = rate_study(
-        "zo-sgd", "power-sum", seeds=2, budget=300, params={"eta": 0.1}, measure="grad_norm_sq", curve="min",
+        "zo-sgd", "power-sum", seeds=2, budget=300, params={"eta": 0.1, "steps": "paper"}, measure="grad_norm_sq", curve="min",
         decades=1.0, theory=-1.0, db=tmp_path / "p.sqlite", n_boot=100,
     )
     assert slow.verdicts["iterations"] == "faster than proven"  # the comparison can fail
@@ -190,8 +190,8 @@ def test_rate_study_recovers_a_sublinear_exponent_of_the_last_iterates(tmp_path:
 @pytest.mark.parametrize(
     ("solver", "problem", "params", "measure"),
     [
-        ("zo-sgd", "quadratic", {"eta": 0.05}, "fun_gap"),
-        ("zo-sgd", "quadratic", {"eta": 0.05}, "fun"),  # a column of the problem's own measures
+        ("zo-sgd", "quadratic", {"eta": 0.05, "steps": "paper"}, "fun_gap"),
+        ("zo-sgd", "quadratic", {"eta": 0.05, "steps": "paper"}, "fun"),  # a column of the problem's own measures
         ("zo-gda", "saddle-quadratic", {"steps": "paper", "eta1": 0.05, "eta2": 0.5}, None),  # grad_g_norm_sq
         ("zo-svrg-admm", "lasso-composite", {"eta": 0.05, "rho": 1.0, "b": 4, "mu": 1e-4, "steps": "paper"}, None),  # dist2
         # the papers' fixed steps and penalty: steps="auto" adapts beta, which the measure takes as fixed

@@ -45,7 +45,7 @@ def _cmdline(pid: int) -> str:
 def test_kill_9_of_rate_leaves_no_worker(tmp_path: Path) -> None:
     env = {**os.environ, "ZOFRAME_OUT": str(tmp_path), "MPLBACKEND": "Agg"}
     cmd = [sys.executable, "-m", "zoframe.cli", "rate", "zo-sgd", "quadratic", "--seeds", "4", "--budget", "100000000",
-           "--workers", "2", "-p", "eta=0.05", "--no-progress"]  # fmt: skip
+           "--workers", "2", "-p", "eta=0.05", "-p", "steps=paper", "--no-progress"]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     workers: set[int] = set()
     try:

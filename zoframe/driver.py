@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from zoframe.certificate import DEFAULT_TOL
-from zoframe.errors import IncompatibleProblemError, InvalidInputError, ZoframeError
+from zoframe.errors import CheckpointError, IncompatibleProblemError, InvalidInputError, ZoframeError
 from zoframe.observers import (
     BestPoint,
     Callback,
@@ -378,6 +378,10 @@ def build_run(
             )
         state, gen, meta = restore(resume, (trace, best), solver=solv, registry=reg, dim=oracle.dim)
         check_resume(resume, meta, solver_name, config, wanted)
+        damage = getattr(solv, "check_restored", None)
+        why = damage(oracle, state) if callable(damage) else None
+        if why:
+            raise CheckpointError(f"checkpoint {resume} is damaged: {why}; restore it from one save or restart the run")
         seed = meta.get("seed")
         oracle.restore(meta["counters"])
         if isinstance(monitor, MonitorBudget):

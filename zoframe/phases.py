@@ -249,6 +249,39 @@ class PhasedSolver(SolverBase):
         """The divergence test applied after every step (``None``: none, the phases test divergence themselves)."""
         return Runaway(float(getattr(self, "divergence_limit", 1e8)))
 
+    def check_restored(self, oracle: CountingOracle, state: Any) -> str | None:
+        """Why a state read back from a checkpoint cannot be this solver's on ``oracle`` (``None``: it can).
+
+        Checks the bookkeeping that :meth:`step` indexes and counts with (the running phase, the iteration
+        counters, the phase log, the iterate's shape), so that a damaged file is refused on resume."""
+        if not isinstance(state, PhasedState):
+            return f"its state is a {type(state).__name__}, not a {PhasedState.__name__}"
+        n = len(self._phases(oracle))
+        if isinstance(state.phase, bool) or not isinstance(state.phase, int) or not 0 <= state.phase < n:
+            return f"its running phase is {state.phase!r}, not one of the {n} phases 0..{n - 1}"
+        for name in ("t", "since_t", "since_calls", "status"):
+            v = getattr(state, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (-1 if name == "status" else 0):
+                return f"its {name} is {v!r}, not a count"
+        if state.since_t > state.t:
+            return f"its phase started at iteration {state.since_t}, after the run's {state.t}"
+        try:
+            log = json.loads(state.log) if isinstance(state.log, str) else None
+        except ValueError:
+            log = None
+        if not isinstance(log, list) or not all(isinstance(r, dict) for r in log) or not isinstance(state.stop, str):
+            return "its phase log is not a list of records"
+        for name in ("x0_scale", "f_start"):
+            v = getattr(state, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return f"its {name} is {v!r}, not a number"
+        if not (math.isfinite(state.x0_scale) and state.x0_scale > 0):
+            return f"its x0_scale is {state.x0_scale!r}"
+        x = getattr(state.inner, "x", None)
+        if not isinstance(x, np.ndarray) or x.shape != (oracle.dim,):
+            return f"the running phase's iterate is not a vector of {oracle.dim} numbers"
+        return None
+
     # ------------------------------------------------------------------ the protocol
     def init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> PhasedState:
         phases = self._phases(oracle)

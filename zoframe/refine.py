@@ -9,9 +9,10 @@ certificate uses it for the inner maximum of a minimax problem.
 
 One iteration (:func:`qn_step`, the lines ``# Q.k``)::
 
-    Q1  the difference gradient at x: forward differences (d points) while the gradient is large next to
-        their error, central differences (2 d points, which also give the diagonal curvature) after that;
-        the points inside the box, one batched call (Smooth.differences)
+    Q1  the difference gradient at x: central differences at the start (2 d points, which also give the
+        diagonal curvature), then forward differences (d points) while the gradient of the variables that no
+        bound holds is large next to their error, central ones for good after that; the points inside the
+        box, one batched call (Smooth.differences)
     Q2  the direction: box or no set: the quasi-Newton step -B_FF^{-1} g_F on the free variables (those
         not held at a bound by the gradient); another convex set: the spectral projected gradient
         (Birgin, Martinez & Raydan 2000) P(x - lam g) - x with the Barzilai-Borwein length lam
@@ -19,7 +20,8 @@ One iteration (:func:`qn_step`, the lines ``# Q.k``)::
         relaxed by twice the noise of f (Berahas, Byrd & Nocedal 2019), at most 12 trial points
     Q4  a damped BFGS update of B (Powell 1978) in scaled variables z = x / s
     Q5  the tests (:func:`_tested`): CONVERGED when the projected gradient |lim_{t->0} (x - P(x - t g)) / t|_inf <= gtol
-        (the user's tolerance in the problem's units) or when each of its entries is <= rtol s_i |H_ii|
+        (the user's tolerance in the problem's units), when a Newton step along each coordinate
+        |pg_i| / |H_ii| <= xstep (in the variables' units), or when each of its entries is <= rtol s_i |H_ii|
         (the gradient that a Newton step of relative length rtol along that coordinate removes; a floor
         of 1e-6 max_j s_j |H_jj| for flat coordinates); NOISE_LIMITED when the line search
         finds no decrease and the projected gradient is within a few times its own error (the noise of f
@@ -30,8 +32,8 @@ Difference steps are sized to the noise of ``f`` (absolute ``noise``: given, or 
 ``eps |f|`` of the values by default) and to the curvature the central differences measure (Gill,
 Murray, Saunders & Wright 1983): forward ``h_i = 2 sqrt(noise / |H_ii|)``, central
 ``h_i = (3 noise s_i / |H_ii|)^(1/3)``, each clipped to ``[1e-3 eps^(1/2), 0.1] s_i`` (``s_i`` the variable's
-scale: its size at the start, or the box's width where narrower; never a floor of 1, so that a variable
-of size 1e-3 gets steps of its own size).
+scale: its size at the start, or the box's width where narrower, grown to the iterate's size as it moves
+(never shrunk); never a floor of 1, so that a variable of size 1e-3 gets steps of its own size).
 
 Cost of an iteration: ``d`` (forward) or ``2 d`` (central) points for the gradient plus one per trial
 point (usually one), each point costing what :attr:`Smooth.point_cost` says in evaluations.
@@ -88,7 +90,10 @@ class Smooth(Protocol):
     of one point (``n`` for a finite sum).
     """
 
-    point_cost: int
+    @property
+    def point_cost(self) -> int:
+        """Evaluations of one point."""
+        ...
 
     def values(self, X: Array, aux: Array) -> tuple[Array, Array]: ...
 
@@ -135,13 +140,15 @@ class RefineSettings:
     """The tests of the refinement, in the problem's own units where they have units.
 
     ``gtol``: converged when the projected gradient ``|lim_{t->0} (x - P(x - t g)) / t|_inf <= gtol`` (``None``: only the
-    relative test). ``rtol``: converged when each entry ``i`` is ``<= rtol * s_i |H_ii|`` (the gradient that
+    relative test). ``xstep``: converged when a Newton step along each coordinate, ``|pg_i| / |H_ii|``, is at
+    most ``xstep`` (in the variables' units; ``None``: no such test). ``rtol``: converged when each entry ``i`` is ``<= rtol * s_i |H_ii|`` (the gradient that
     a Newton step of relative length ``rtol`` along that coordinate removes). ``xtol``: a line search whose trial steps all fall
     below ``xtol s_i`` has found no decrease. ``noise``: the absolute noise of ``f`` (``None``: the
     rounding of its values, ``eps |f|``). ``max_step``: the largest step relative to the variables' scales.
     """
 
     gtol: float | None = None
+    xstep: float | None = None
     rtol: float = 1e-8
     xtol: float = 1e-13
     noise: float | None = None
@@ -152,7 +159,7 @@ class RefineSettings:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InvalidParameterError(f"{name} must be a finite number > 0, got {v!r}")
-        for name in ("gtol", "noise"):
+        for name in ("gtol", "xstep", "noise"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InvalidParameterError(f"{name} must be None or a finite number >= 0, got {v!r}")
@@ -349,6 +356,14 @@ def _tested(st: QNState, region: Region, settings: RefineSettings) -> QNState:
     st = dataclasses.replace(st, pg=pg, ref=ref, gerr=err)
     if settings.gtol is not None and pg <= settings.gtol:
         return dataclasses.replace(st, status=CONVERGED, message=f"projected gradient {pg:.3g} <= gtol = {settings.gtol:g}")
+    if settings.xstep is not None and ref > 0:
+        newton = float(np.max(pg_vec * st.scale / np.where(per > 0, per, 1.0), initial=0.0))
+        if newton <= settings.xstep:
+            return dataclasses.replace(
+                st, status=CONVERGED,
+                message=f"projected gradient {pg:.3g}: a Newton step along each coordinate is at most {newton:.3g} "
+                        f"<= xstep = {settings.xstep:g}",
+            )  # fmt: skip
     if ratio <= settings.rtol:
         return dataclasses.replace(
             st, status=CONVERGED,
@@ -422,25 +437,58 @@ def _accept(
     """Q1 at the accepted point, Q4 (the BFGS update or the spectral length), Q5."""
     s_vec = x_new - st.x
     central = st.central
-    if not central:  # forward differences until the gradient is small next to their error (then central)
-        err = float(np.max(_error(False, st.noise, st.h, st.curv, st.scale), initial=0.0))
-        central = st.pg <= 100.0 * err
+    if not central or st.it == 0:  # forward differences until the gradient is small next to their error (then
+        # central for good); the start's central differences (which measure the curvature) commit to nothing
+        hf = st.h if not central else _steps(False, st.noise, st.curv, st.scale)
+        err = float(np.max(_error(False, st.noise, hf, st.curv, st.scale), initial=0.0))
+        central = _free_gradient(st, region) <= 100.0 * err
     h = _steps(central, st.noise, st.curv, st.scale)
     g_new, curv, k = _gradient(fn, x_new, f_new, aux, h, central, region)
     curv = np.where(np.isfinite(curv), curv, st.curv)
     y_vec = g_new - st.g
     B, lam_new = st.B, lam
+    scale = _grown(st.scale, x_new, region)
     if B.shape[0]:
-        B = _bfgs(B, s_vec / st.scale, y_vec * st.scale)
+        if scale is not st.scale:  # the same model in the new scaled variables z = x / scale
+            r = scale / st.scale
+            B = B * r[:, None] * r[None, :]
+        B = _bfgs(B, s_vec / scale, y_vec * scale)
     else:
         sy = float(s_vec @ y_vec)
         lam_new = float(s_vec @ s_vec) / sy if sy > 0 else lam * 4.0
         lam_new = min(max(lam_new, 1e-30), 1e30)
     new = dataclasses.replace(
         st, x=x_new, value=f_new, g=g_new, B=B, curv=curv, h=h, central=central, aux=aux, lam=lam_new,
-        it=st.it + 1, points=st.points + k, resets=0,
+        it=st.it + 1, points=st.points + k, resets=0, scale=scale,
     )  # fmt: skip
     return _tested(new, region, settings)
+
+
+def _free_gradient(st: QNState, region: Region) -> float:
+    """The largest gradient entry of the variables that a box does not hold (in ``f`` per unit of ``x``; the
+    projected gradient of another convex set): the size that the forward differences' error is compared with.
+    The projected gradient ``|x - P(x - g)|`` of a box is at most the distance to a bound, in units of ``x``: small
+    for a narrow box whatever the gradient."""
+    if region.box:
+        lo, hi = np.asarray(region.lower), np.asarray(region.upper)
+        held = ((st.x <= lo) & (st.g > 0)) | ((st.x >= hi) & (st.g < 0))
+        return float(np.max(np.where(held, 0.0, np.abs(st.g)), initial=0.0))
+    if region.project is not None:
+        return st.pg
+    return float(np.max(np.abs(st.g), initial=0.0))
+
+
+def _grown(scale: Array, x: Array, region: Region) -> Array:
+    """The variables' scales after a step to ``x``: ``max(scale_i, |x_i|)`` (at most the box's width), so that a
+    start near 0 whose first scales are tiny does not bound every later step to ``max_step`` of them; ``scale``
+    itself when no entry grows."""
+    grown = np.maximum(scale, np.abs(x))
+    if region.box:
+        width = np.asarray(region.upper) - np.asarray(region.lower)
+        grown = np.where(np.isfinite(width) & (width > 0), np.minimum(grown, np.maximum(width, scale)), grown)
+    if not bool((grown > scale).any()):
+        return scale
+    return np.asarray(grown, dtype=np.float64)
 
 
 def _bfgs(B: Array, s: Array, y: Array) -> Array:

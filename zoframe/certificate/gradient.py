@@ -8,8 +8,44 @@ import math
 
 import numpy as np
 
-from zoframe.certificate._common import _EPS, Evals, _derivatives, _Differences
+from zoframe.certificate._common import _EPS, _STEP, Evals, _derivatives, _Differences
 from zoframe.protocols import Array
+
+#: the smallest scale of a coordinate, relative to the typical size of the point's coordinates
+_FLOOR = 1e-2
+
+
+def point_scales(x: Array, box: tuple[Array, Array] | None) -> Array:
+    """Each coordinate's length scale at a point of a finite sum: ``c_k = max(|x_k|, 1e-2 m)`` with ``m`` the
+    median of ``|x_j|`` (1 when every entry is 0), and the box's width where that is finite and narrower.
+
+    The scale comes from the point alone (a certificate looks at nothing else) and has no floor of 1: a
+    problem whose variables are of size ``1e-2`` is tested in its own units, so a point ``1 %`` away from
+    its optimum is not stationary (with ``max(1, |x_k|)`` it was: a Newton step of ``1e-3`` absolute is
+    ``10 %`` of such a variable). The floor ``1e-2 m`` keeps a coordinate whose optimum is ``0`` from being
+    its own scale (a point ``x_k = delta`` next to ``0`` would otherwise always be a Newton step of its own
+    size away)."""
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    m = float(np.median(a)) if a.shape[0] else 0.0
+    if not m > 0:
+        nz = a[a > 0]
+        m = float(np.median(nz)) if nz.shape[0] else 1.0
+    c = np.maximum(a, _FLOOR * m)
+    if box is not None:
+        width = box[1] - box[0]
+        c = np.where(np.isfinite(width) & (width > 0), np.minimum(c, width), c)
+    return np.maximum(c, 1e-300)
+
+
+def scaled_differences(x: Array, c: Array, box: tuple[Array, Array] | None) -> _Differences:
+    """The central-difference points of :mod:`zoframe.certificate` with steps ``eps^(1/4) c_k`` (the
+    coordinates' own scales, :func:`point_scales`), one-sided at a bound of a box."""
+    h = _STEP * c
+    up, down = x + h, x - h
+    if box is not None:
+        up = np.minimum(up, np.maximum(box[1], x))
+        down = np.maximum(down, np.minimum(box[0], x))
+    return _Differences(x, up - x, x - down)
 
 
 @dataclass(frozen=True)
@@ -54,19 +90,19 @@ def _objective_at(ev: Evals, x: Array, D: _Differences) -> _Objective:
 
 
 def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, force: Array, tol: float,
-                      box: tuple[Array, Array] | None) -> float:  # fmt: skip
+                      box: tuple[Array, Array] | None, scales: Array | None = None) -> float:  # fmt: skip
     """The largest per-coordinate relative residual ``|r_k| / ref_k``.
 
     ``ref_k = max(|df/dx_k|, sum_j |l_j dg_j/dx_k|, c_k |H_kk|, mean_i |df_i/dx_k|)`` compares each
-    coordinate's residual with quantities of the same coordinate only (``c_k``: ``max(1, |x_k|)``, or
-    the box's width where narrower), so a test in one coordinate's units is not passed on the
+    coordinate's residual with quantities of the same coordinate only (``c_k``: ``scales`` when given (a
+    finite sum: :func:`point_scales`), else ``max(1, |x_k|)``, or the box's width where narrower), so a test in one coordinate's units is not passed on the
     strength of another's: the global norms of :func:`_kkt` mix coordinates, and variables of very
     different scales (``x_1 ~ 1e-3`` beside ``x_3 ~ 1e4``) let a point far from stationary in the
     large one pass on the small one's curvature. The floor ``10 noise(f) / (span_k tol)`` (``span_k``
     the difference width) keeps a residual at the differences' own rounding level from failing.
     """
-    c = np.maximum(1.0, np.abs(x))
-    if box is not None:
+    c = np.maximum(1.0, np.abs(x)) if scales is None else scales
+    if box is not None and scales is None:
         width = box[1] - box[0]
         c = np.where(np.isfinite(width) & (width > 0), np.minimum(c, width), c)
     span = D.a + D.b

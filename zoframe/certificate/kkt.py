@@ -17,7 +17,14 @@ from zoframe.certificate._common import (
     _ratio,
     _unit,
 )
-from zoframe.certificate.gradient import _coordinate_ratio, _Objective, _objective_at, _reference
+from zoframe.certificate.gradient import (
+    _coordinate_ratio,
+    _Objective,
+    _objective_at,
+    _reference,
+    point_scales,
+    scaled_differences,
+)
 from zoframe.protocols import Array, IntArray
 
 #: probe step of the second-order test, relative to the point's scale
@@ -100,10 +107,16 @@ class _Fit:
 def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int) -> dict[str, Any]:
     oracle = ev.oracle
     d = x.shape[0]
-    s = max(1.0, float(np.abs(x).max()))
     fs = oracle.feasible_set
     box = _bounds(fs, d)
-    D = _difference_points(x, box)
+    scales: Array | None = None
+    if oracle.kind == "finite_sum":  # the coordinates' own scales at the point (no floor of 1)
+        scales = point_scales(x, box)
+        s = float(scales.max())
+        D = scaled_differences(x, scales, box)
+    else:
+        s = max(1.0, float(np.abs(x).max()))
+        D = _difference_points(x, box)
     obj = _objective_at(ev, x, D)
     ref = _reference(obj, s)
     band = 10.0 * tol * s
@@ -120,7 +133,7 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
         viol = max(0.0, float(np.max(lo - x)), float(np.max(x - hi)))
         width = hi - lo
         # a bound's length scale: the box's width where it is narrower than the point's scale
-        blen = np.where(np.isfinite(width) & (width > 0), np.minimum(s, width), s)
+        blen = np.where(np.isfinite(width) & (width > 0), np.minimum(s, width), s) if scales is None else scales
         for sign, gap in ((-1.0, lo - x), (1.0, x - hi)):  # bound rows: g = lo - x <= 0, x - hi <= 0
             for i in np.flatnonzero(np.isfinite(gap) & (gap >= -10.0 * tol * blen)):
                 rows.append(sign * _unit(d, int(i)))
@@ -196,7 +209,7 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
         r = float(np.linalg.norm(x - np.asarray(fs.project(x - t * resid_vec), dtype=np.float64))) / t
         residual = _ratio(r, ref)
     else:  # and coordinate by coordinate (variables of different scales)
-        residual = max(residual, _coordinate_ratio(obj, x, D, resid_vec, force, tol, box))
+        residual = max(residual, _coordinate_ratio(obj, x, D, resid_vec, force, tol, box, scales))
     n_active = len(rows) + hx.shape[0]
     base = {"residual": residual, "scale": ref, "max_violation": viol, "n_active": n_active, "cap_hit": cap_hit}
     capped = f"; {n_active} nearly active used, the cap active_cap={cap} bound" if cap_hit else ""

@@ -52,6 +52,11 @@ def check_resume(path: str | os.PathLike[str], meta: Mapping[str, Any], solver_n
     if meta.get("solver") != solver_name:
         raise InvalidInputError(f"checkpoint {path} was written by solver {meta.get('solver')!r}, not {solver_name!r}")
     stored = meta.get("solver_params")
+    if stored is not None and not isinstance(stored, Mapping):
+        raise CheckpointError(
+            f"checkpoint {path} is damaged: its solver_params is a {type(stored).__name__}, not a JSON object; "
+            "restore it from one save or restart the run"
+        )
     if stored is not None:
         keys = sorted(set(stored) | set(params))
         diff = [f"{k}: {stored.get(k, '<unset>')!r} in the checkpoint, {params.get(k, '<unset>')!r} now"

@@ -41,11 +41,12 @@ HERE = Path(__file__).resolve().parent
 CASES: dict[str, tuple[str, dict[str, Any], str, dict[str, Any]]] = {
     "zo-sgd/quadratic": (
         "quadratic", {"dim": 6, "cond": 10.0, "seed": 1}, "zo-sgd",
-        {"rng": 11, "max_iter": 40, "record_every": 5, "eta": 0.1, "q": 4, "mu": 1e-3},
+        {"rng": 11, "max_iter": 40, "record_every": 5, "eta": 0.1, "q": 4, "mu": 1e-3, "steps": "paper"},
     ),
     "zo-sgd/power-sum/budget": (
         "power-sum", {"dim": 4, "p": 4.0}, "zo-sgd",
-        {"rng": 12, "max_iter": 1000, "max_calls": 203, "record_every": 3, "eta": 0.05, "q": 3, "mu": 1e-4},
+        {"rng": 12, "max_iter": 1000, "max_calls": 203, "record_every": 3, "eta": 0.05, "q": 3, "mu": 1e-4,
+         "steps": "paper"},
     ),
     "dszog/kkt-qp": (
         "kkt-qp", {"dim": 4, "m": 6, "n": 5, "seed": 2}, "dszog",
