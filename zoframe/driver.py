@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from zoframe.certificate import DEFAULT_TOL
+from zoframe.certificate.noise import check_noise
 from zoframe.errors import CheckpointError, IncompatibleProblemError, InvalidInputError, ZoframeError
 from zoframe.observers import (
     BestPoint,
@@ -282,6 +283,8 @@ def build_run(
     feasibility_tol: float = 1e-3,
     certificate: bool = True,
     certify_tol: float = DEFAULT_TOL,
+    noise: float | None = None,
+    relative_noise: float | None = None,
     registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     watched: bool = True,
@@ -326,6 +329,7 @@ def build_run(
     _check_budgets(max_iter, max_calls, max_time)
     _check_feasibility_tol(feasibility_tol)
     _check_certificate_args(certificate, certify_tol)
+    stated = check_noise(noise, relative_noise)
     if record_every is not None and (not isinstance(record_every, int) or record_every < 0):
         raise InvalidInputError(f"record_every must be an integer >= 0, got {record_every!r}")
     if checkpoint_every is not None and checkpoint is None:
@@ -404,7 +408,7 @@ def build_run(
         solv, oracle, start, gen, solver_name=solver_name, seed=seed, max_iter=max_iter, max_calls=max_calls,
         max_time=max_time, observers=observers, state=state, nit=nit, seconds=seconds,
         check_every_step=policy == "inf", notes=notes, feasibility_tol=feasibility_tol,
-        certificate=bool(certificate), certify_tol=float(certify_tol),
+        certificate=bool(certificate), certify_tol=float(certify_tol), noise=stated,
     )
     return BuiltRun(loop, trace, best, blas_threads)
 
@@ -434,6 +438,8 @@ def minimize(
     feasibility_tol: float = 1e-3,
     certificate: bool = True,
     certify_tol: float = DEFAULT_TOL,
+    noise: float | None = None,
+    relative_noise: float | None = None,
     registry: Registry | None = None,
     options: Mapping[str, Any] | None = None,
     **solver_params: Any,
@@ -514,13 +520,21 @@ def minimize(
         more would pass any point, the starting one included. ``certificate`` must be ``True`` or
         ``False`` (a bool; a string is refused); ``False`` skips it, and a claim is then never a
         success (message "not certified (certificate off)"). See ``docs/success.md``.
+    noise, relative_noise:
+        the noise of your function's values when you know it: the standard deviation, absolute (in
+        the function's units) or relative to ``|f|``; give at most one. By default the certificate
+        estimates it at the final point (ECNoise, ``zoframe.noise``) and reports it in
+        ``Result.certificate["noise"]``. Under noise the certificate adds an error bound to its
+        residual: a point passes only beyond the noise, and a run whose verdict the noise decides
+        ends ``NOISE_LIMITED`` (``docs/imperfect-black-boxes.md``).
 
     options, **solver_params:
         hyper-parameters of the solver (``zoframe info NAME`` lists them).
 
     Notes
     -----
-    ``Result.success`` is true only when the solver claims convergence (status ``CONVERGED``) at a
+    ``Result.success`` is true only when the solver claims convergence (status ``CONVERGED``, or
+    ``NOISE_LIMITED``: as far as the noise allows) at a
     finite (and, for constrained problems, feasible) point AND that point passes the certificate
     (``Result.certificate``); a budget stop says which budget in ``status`` and is not a success
     (see :func:`zoframe.result.decide_success` and ``docs/success.md``).
@@ -536,6 +550,6 @@ def minimize(
         max_calls=max_calls, max_time=max_time, callback=callback, record_every=record_every, progress=progress,
         x0=x0, executor=executor, chunks=chunks, block_rows=block_rows, nonfinite=nonfinite,
         blas_threads=blas_threads, checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
-        feasibility_tol=feasibility_tol, certificate=certificate, certify_tol=certify_tol, registry=registry,
-        options=options, watched=False, **solver_params,
+        feasibility_tol=feasibility_tol, certificate=certificate, certify_tol=certify_tol, noise=noise,
+        relative_noise=relative_noise, registry=registry, options=options, watched=False, **solver_params,
     ).run()

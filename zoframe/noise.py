@@ -337,6 +337,8 @@ def estimate_noise(
     h_col: Array | None = None
     fx: Array | None = None
     confirm: NDArray[np.bool_] | None = None  # "no noise detected" once, to be confirmed at 100 h
+    check: NDArray[np.bool_] | None = None  # a level found by a confirmation, to be checked again at 10 times its step
+    prior: Array | None = None  # the rounding levels a check falls back to
     used = step
     factor, last_direction = H_FACTOR, 0
     evaluations = 0
@@ -349,10 +351,11 @@ def estimate_noise(
         attempts += 1
         evaluations += values.size
         lv, fl = noise_from_line(values)
-        if levels is None or flags is None or h_col is None or confirm is None:
+        if levels is None or flags is None or h_col is None or confirm is None or check is None or prior is None:
             levels, flags, h_col = lv, fl, np.full(lv.size, step)
             fx = values[k].copy()
             confirm = fl == NoiseFlag.NO_NOISE
+            check, prior = np.zeros(lv.size, dtype=bool), lv.copy()
         else:
             if lv.size != levels.size:
                 raise ShapeError(
@@ -363,8 +366,17 @@ def estimate_noise(
             # digits (a quantum q >> eps |f|) look linear at a step that moves f by a whole number of quanta per
             # point, and show their noise q / sqrt(12) once the step is large enough for the curvature to move
             # the rounding errors; a larger accepted level replaces the rounding level
+            # a level that a confirmation found must not depend on the step: noise does not, a smooth part whose
+            # differences happen to pass the acceptance tests at a step as large as its own scale does (a level
+            # more than a factor 3 away at 10 times the step, or no level there, is that: back to the rounding)
+            held = check & (fl == NoiseFlag.OK) & (lv <= 3.0 * levels) & (lv >= levels / 3.0)
+            gone = check & ~held
+            levels[gone], flags[gone] = prior[gone], NoiseFlag.NO_NOISE
+            check[:] = False
             up = confirm & (fl == NoiseFlag.OK) & (lv > levels)
+            prior[up] = levels[up]
             levels[up], flags[up], h_col[up] = lv[up], fl[up], step
+            check = up.copy()
             redo = ~_accepted(flags)
             levels[redo], flags[redo], h_col[redo] = lv[redo], fl[redo], step
             confirm = (confirm & ~up) | (redo & (fl == NoiseFlag.NO_NOISE))
@@ -373,6 +385,8 @@ def estimate_noise(
         pending = flags[~_accepted(flags)]
         small = int(np.count_nonzero(pending == NoiseFlag.H_TOO_SMALL)) + int(np.count_nonzero(confirm))
         large = int(np.count_nonzero(pending == NoiseFlag.H_TOO_LARGE))
+        if check.any() and small == 0 and large == 0:  # only a check is left: at 10 times the step
+            factor, last_direction, small = 10.0, 1, 1
         if small == 0 and large == 0:
             break
         direction = 1 if small >= large else -1
@@ -382,6 +396,8 @@ def estimate_noise(
         step = step * factor if direction > 0 else step / factor  # paper: 100 h / h / 100
     if levels is None or flags is None or h_col is None or fx is None:  # pragma: no cover - at least one attempt runs
         raise RuntimeError("estimate_noise made no attempt")
+    if check is not None and prior is not None and check.any():  # a confirmed level left unchecked: not trusted
+        levels[check], flags[check] = prior[check], NoiseFlag.NO_NOISE
     acc = _accepted(flags)
     denom = np.maximum(np.abs(fx), _TINY)
     rel = levels / denom

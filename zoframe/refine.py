@@ -144,7 +144,9 @@ class RefineSettings:
     most ``xstep`` (in the variables' units; ``None``: no such test). ``rtol``: converged when each entry ``i`` is ``<= rtol * s_i |H_ii|`` (the gradient that
     a Newton step of relative length ``rtol`` along that coordinate removes). ``xtol``: a line search whose trial steps all fall
     below ``xtol s_i`` has found no decrease. ``noise``: the absolute noise of ``f`` (``None``: the
-    rounding of its values, ``eps |f|``). ``max_step``: the largest step relative to the variables' scales.
+    rounding of its values, ``eps |f|``, or the estimate below). ``max_step``: the largest step relative to the
+    variables' scales. ``estimate_noise``: without a stated ``noise``, estimate it at the start (ECNoise on one
+    line of 9 points per attempt, :mod:`zoframe.noise`) instead of taking the values' rounding.
     """
 
     gtol: float | None = None
@@ -153,6 +155,7 @@ class RefineSettings:
     xtol: float = 1e-13
     noise: float | None = None
     max_step: float = 10.0
+    estimate_noise: bool = False
 
     def __post_init__(self) -> None:
         for name in ("rtol", "xtol", "max_step"):
@@ -315,7 +318,13 @@ def qn_start(
     if not math.isfinite(value):
         raise NonFiniteValueError(f"the refinement starts at a point where f = {value}")
     s = variable_scales(x, region) if scale is None else np.asarray(scale, dtype=np.float64)
-    noise = float(settings.noise) if settings.noise is not None else _EPS * max(abs(value), 1e-300)
+    if settings.noise is not None:
+        noise = float(settings.noise)
+    elif settings.estimate_noise:  # ECNoise on the values whose differences give the gradient (one line)
+        noise, spent = _line_noise(fn, x, aux0, s)
+        points += spent
+    else:
+        noise = _EPS * max(abs(value), 1e-300)
     noise = max(noise, _EPS * abs(value))
     h = _steps(True, noise, np.full(x.shape[0], np.nan), s)
     g, curv, k = _gradient(fn, x, value, aux0, h, True, region)
@@ -333,6 +342,20 @@ def qn_start(
     )  # fmt: skip
     del d
     return _tested(st, region, settings)
+
+
+def _line_noise(fn: Smooth, x: Array, aux: Array, scale: Array) -> tuple[float, int]:
+    """The noise of ``fn.differences`` at ``x`` by ECNoise (:func:`zoframe.noise.estimate_noise`, one batched call of
+    9 points per attempt) on a line drawn in the scaled variables ``x / scale`` (its direction a function of the
+    point: deterministic); ``(level, points)``, the level 0 when only the rounding of the values shows."""
+    import hashlib
+
+    from zoframe.noise import estimate_noise
+
+    seed = int.from_bytes(hashlib.sha256(np.ascontiguousarray(x).tobytes()).digest()[:8], "little")
+    est = estimate_noise(lambda Z: fn.differences(Z * scale, aux)[:, None], x / scale, np.random.default_rng(seed))
+    level = float(est.absolute) if est.status == "ok" and math.isfinite(est.absolute) else 0.0
+    return level, int(est.evaluations)
 
 
 def _tested(st: QNState, region: Region, settings: RefineSettings) -> QNState:

@@ -50,8 +50,8 @@ class Status(enum.IntEnum):
 
     @property
     def success(self) -> bool:
-        """Whether this status certifies the run (only ``CONVERGED`` does)."""
-        return self is Status.CONVERGED
+        """Whether this status is a claim the certificate may turn into a success (``CONVERGED``, ``NOISE_LIMITED``)."""
+        return self in (Status.CONVERGED, Status.NOISE_LIMITED)
 
     @property
     def budget(self) -> bool:
@@ -62,8 +62,8 @@ class Status(enum.IntEnum):
 def decide_success(status: Status, x: Array, fun: float, feasible: bool | None) -> tuple[bool, str]:
     """The one definition of ``Result.success`` for every solver family.
 
-    A run may succeed when the solver claims convergence (``status`` is ``CONVERGED``), the final
-    point and objective are finite, and, for constrained problems (``feasible`` is not ``None``),
+    A run may succeed when the solver claims convergence (``status`` is ``CONVERGED``, or
+    ``NOISE_LIMITED``: as far as the noise of the values allows), the final point and objective are finite, and, for constrained problems (``feasible`` is not ``None``),
     the final point is feasible within the stated tolerance. Returns ``(success, why)`` where
     ``why`` is empty when these hold and otherwise says what is missing. The run loop then asks the
     certificate (:func:`zoframe.certificate.certify`) too: ``Result.success`` needs both.
@@ -72,11 +72,11 @@ def decide_success(status: Status, x: Array, fun: float, feasible: bool | None) 
         return False, "the final point is not finite"
     if not math.isfinite(fun) and not math.isnan(fun):
         return False, f"the final objective is not finite ({fun})"
-    if math.isnan(fun) and status is Status.CONVERGED:
+    if math.isnan(fun) and status.success:
         return False, "the final objective is NaN"
     if feasible is False:
         return False, "the final point is not feasible"
-    if status is not Status.CONVERGED:
+    if not status.success:
         if status.budget:
             return False, "a budget ran out: no convergence certificate (the run did not fail)"
         return False, f"the run ended with status {status.name}"

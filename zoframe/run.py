@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from zoframe.certificate import DEFAULT_TOL, Certificate, certify
+from zoframe.certificate.noise import NoiseSpec
 from zoframe.errors import BudgetExhausted, DivergedError
 from zoframe.oracle import CountingOracle
 from zoframe.protocols import Array
@@ -109,6 +110,7 @@ class RunLoop:
         feasibility_tol: float = 1e-3,
         certificate: bool = True,
         certify_tol: float = DEFAULT_TOL,
+        noise: NoiseSpec | None = None,
     ) -> None:
         self.solver = solver
         self.oracle = oracle
@@ -134,6 +136,8 @@ class RunLoop:
         self.feasibility_tol = feasibility_tol
         self.use_certificate = bool(certificate)
         self.certify_tol = certify_tol
+        #: the noise of the values as the user stated it (``minimize(noise=...)``), for the certificate
+        self.noise = noise
         #: the certificate of the final point (set by :meth:`finish` when the solver claims convergence)
         self.certificate: Certificate | None = None
         self.stop: Stop | None = None
@@ -273,14 +277,17 @@ class RunLoop:
         """Certify the final point once when the solver claims convergence (and the certificate is on)."""
         if self.certificate is not None or not self.use_certificate or self.state is None:
             return
-        if self.stop is None or self.stop[0] is not Status.CONVERGED:
+        if self.stop is None or not self.stop[0].success:
             return
         outs = self.outputs()
         x = np.asarray(outs["x"], dtype=np.float64)
         if x_is_finite(x):
+            stated = self.noise
             self.certificate = certify(
-                self.oracle, x, outputs=outs, tol=self.certify_tol, feasibility_tol=self.feasibility_tol
-            )
+                self.oracle, x, outputs=outs, tol=self.certify_tol, feasibility_tol=self.feasibility_tol,
+                noise=None if stated is None or stated.relative else stated.level,
+                relative_noise=stated.level if stated is not None and stated.relative else None,
+            )  # fmt: skip
 
     # ------------------------------------------------------------------ what observers read
     def outputs(self, state: Any = None) -> dict[str, Array]:
@@ -320,12 +327,15 @@ class RunLoop:
         viol = ms.get("max_violation")
         kind = self.oracle.kind
         feasible = None if viol is None or kind != "constrained" else bool(float(viol) <= self.feasibility_tol)
-        if status is Status.CONVERGED and not x_is_finite(final_x):
+        if status.success and not x_is_finite(final_x):
             status, message = Status.DIVERGED, f"the final point is not finite ({message})"
-        success, why = decide_success(status, np.asarray(final_x, dtype=np.float64), fun, feasible)
-        if why and status is Status.CONVERGED:
-            message = f"{message}; but {why}"
         cert = self.certificate
+        if status is Status.CONVERGED and cert is not None and cert.noise_limited:
+            # the solver's own test passed, but the noise of the values decides the certificate: say so
+            status = Status.NOISE_LIMITED
+        success, why = decide_success(status, np.asarray(final_x, dtype=np.float64), fun, feasible)
+        if why and status.success:
+            message = f"{message}; but {why}"
         if success:  # the solver's claim: a success only when the certificate passes
             if not self.use_certificate:
                 success, message = False, f"{message}; not certified (certificate off)"

@@ -95,7 +95,7 @@ def _auto_phases(solver: Any, oracle: CountingOracle, sign: bool) -> list[Phase]
     to the refinement when the solver's own estimator would run: there a random-direction step costs as much as a
     quasi-Newton iteration on forward differences and gains less (:func:`sampled`)."""
     user = solver.estimator is not None
-    settings = RefineSettings(gtol=solver.gtol, xstep=solver.xtol, rtol=float(solver.rtol))
+    settings = RefineSettings(gtol=solver.gtol, xstep=solver.xtol, rtol=float(solver.rtol), estimate_noise=True)
     if solver.refine and not user and not sampled(solver.batch, oracle):
         return [RefinePhase("refinement", settings)]
     est = solver.estimator if user else solver.default_estimator()

@@ -80,7 +80,7 @@ class RefinePhase:
     inner_rtol: float = INNER_RTOL
 
     def _settings(self) -> RefineSettings:
-        return RefineSettings(gtol=self.gtol, rtol=self.rtol)
+        return RefineSettings(gtol=self.gtol, rtol=self.rtol, estimate_noise=True)
 
     def _region(self, oracle: CountingOracle) -> Region:
         return Region.of(oracle.feasible_set, oracle.dim)

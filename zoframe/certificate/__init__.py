@@ -107,6 +107,7 @@ from zoframe.certificate._common import Evals, _check_tol, _count
 from zoframe.certificate.composite import _composite
 from zoframe.certificate.kkt import CURVATURE_TOL, PROBE_STEP, _kkt
 from zoframe.certificate.minimax import _minimax
+from zoframe.certificate.noise import check_noise
 from zoframe.errors import InvalidInputError
 from zoframe.oracle import CountingOracle
 
@@ -128,7 +129,11 @@ class Certificate:
     ``cap_hit``: the cap on that set bound (more constraints were nearly active than were used).
     ``descent``: the most negative relative curvature the probes found (``None``: no probe ran);
     ``evaluations``: what the certificate cost (counted under ``"certify"``); ``message``: the
-    verdict in words.
+    verdict in words. ``noise``: the absolute noise of the objective's values at the point (estimated by
+    ECNoise, or as stated; ``None`` for kinds that do not estimate it); ``noise_floor``: what that noise
+    alone contributes to the residual (the smallest tolerance these values support); ``noise_limited``:
+    the verdict was decided by the noise (the residual is below the tolerance but not beyond its error
+    bound): not certified, and the run's status says ``NOISE_LIMITED``.
     """
 
     passed: bool
@@ -142,6 +147,9 @@ class Certificate:
     descent: float | None
     evaluations: int
     message: str
+    noise: float | None = None
+    noise_floor: float = 0.0
+    noise_limited: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-friendly data (non-finite numbers as strings ``"inf"`` / ``"nan"``)."""
@@ -164,6 +172,8 @@ class Certificate:
             n_active=int(doc["n_active"]), cap_hit=bool(doc["cap_hit"]),
             descent=None if doc.get("descent") is None else num(doc["descent"]),
             evaluations=int(doc["evaluations"]), message=str(doc["message"]),
+            noise=None if doc.get("noise") is None else num(doc["noise"]), noise_floor=num(doc.get("noise_floor", 0.0)),
+            noise_limited=bool(doc.get("noise_limited", False)),
         )  # fmt: skip
 
 
@@ -177,6 +187,8 @@ def certify(
     active_cap: int | None = None,
     probes: int = 4,
     budgeted: bool = False,
+    noise: float | None = None,
+    relative_noise: float | None = None,
 ) -> Certificate:
     """Certify that ``x`` is an approximate stationary / KKT point of the oracle's problem.
 
@@ -191,6 +203,8 @@ def certify(
     ``probes``: directions of the second-order test (``0``: none). ``budgeted``: charge the evaluations to the oracle's budget (a solver certifying
     inside a step; :class:`~zoframe.errors.BudgetExhausted` may then propagate) instead of counting
     them outside it. The evaluations are counted under the purpose ``"certify"`` either way.
+    ``noise`` / ``relative_noise``: the noise of the values as the user knows it (absolute, or relative to
+    ``|f|``); by default it is estimated at the point (:mod:`zoframe.certificate.noise`).
 
     Errors of the user's functions while certifying (a non-finite value, an exception) make the
     certificate fail with the error in its message; they are not raised (except the budget's when
@@ -206,6 +220,7 @@ def certify(
             f"tol >= 1 passes it. Use a tolerance in (0, 1) (default {DEFAULT_TOL:g}; 1e-2 is lenient)"
         )
     feasibility_tol = _check_tol("feasibility_tol", feasibility_tol)
+    stated = check_noise(noise, relative_noise)
     if active_cap is not None and (
         isinstance(active_cap, bool) or not isinstance(active_cap, (int, np.integer)) or active_cap < 1
     ):
@@ -230,7 +245,7 @@ def certify(
         elif oracle.kind == "composite":
             parts = _composite(ev, xv, outputs, tol)
         else:
-            parts = _kkt(ev, xv, tol, feasibility_tol, cap, int(probes))
+            parts = _kkt(ev, xv, tol, feasibility_tol, cap, int(probes), stated)
     except Exception as exc:  # the user's function failed at a certificate point: no certificate, said why
         from zoframe.errors import BudgetExhausted
 

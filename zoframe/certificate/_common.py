@@ -13,7 +13,7 @@ from zoframe.oracle import CountingOracle, MonitorOracle
 from zoframe.protocols import Array, IntArray
 
 _EPS = float(np.finfo(np.float64).eps)
-_STEP = _EPS**0.25
+_STEP: float = float(_EPS**0.25)
 
 
 class Evals:
@@ -91,8 +91,8 @@ class _Differences:
         return P
 
 
-def _difference_points(x: Array, box: tuple[Array, Array] | None) -> _Differences:
-    h = _STEP * np.maximum(1.0, np.abs(x))
+def _difference_points(x: Array, box: tuple[Array, Array] | None, step: float = _STEP) -> _Differences:
+    h = step * np.maximum(1.0, np.abs(x))
     up, down = x + h, x - h
     if box is not None:  # one-sided at a bound: every point inside the box
         up = np.minimum(up, np.maximum(box[1], x))

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from zoframe.certificate._common import _EPS, _STEP, Evals, _derivatives, _Differences
+from zoframe.certificate.noise import Noise
 from zoframe.protocols import Array
 
 #: the smallest scale of a coordinate, relative to the typical size of the point's coordinates
@@ -37,10 +38,11 @@ def point_scales(x: Array, box: tuple[Array, Array] | None) -> Array:
     return np.maximum(c, 1e-300)
 
 
-def scaled_differences(x: Array, c: Array, box: tuple[Array, Array] | None) -> _Differences:
-    """The central-difference points of :mod:`zoframe.certificate` with steps ``eps^(1/4) c_k`` (the
+def scaled_differences(x: Array, c: Array, box: tuple[Array, Array] | None, step: float = _STEP) -> _Differences:
+    """The central-difference points of :mod:`zoframe.certificate` with steps ``step c_k`` (``eps^(1/4)`` for
+    noise-free values, larger under noise: :func:`zoframe.certificate.noise.noise_step`; ``c_k`` the
     coordinates' own scales, :func:`point_scales`), one-sided at a bound of a box."""
-    h = _STEP * c
+    h = step * c
     up, down = x + h, x - h
     if box is not None:
         up = np.minimum(up, np.maximum(box[1], x))
@@ -50,31 +52,46 @@ def scaled_differences(x: Array, c: Array, box: tuple[Array, Array] | None) -> _
 
 @dataclass(frozen=True)
 class _Objective:
-    """The objective at ``x``: value, gradient, curvature scale and component-gradient scale."""
+    """The objective at ``x``: value, gradient, curvature scale and component-gradient scale, with what the noise
+    of the values leaves of them.
+
+    ``curv``: ``H_ii`` where it stands out of its error (three times the noise error ``4 sigma / (a b)``), else 0;
+    ``comp`` / ``comp_coord``: the component gradients' sizes, each entry lowered by its noise error;
+    ``gerr``: each gradient entry's error bound ``4 sigma_f / span_i`` (values off by up to ``2 sigma`` each);
+    ``noise``: ``sigma_f``; ``rounding``: the noise is the values' rounding (noise-free values)."""
 
     f: float
     grad: Array
-    curv: Array  # H_ii, 0 where it cannot be told from noise
-    comp: float  # mean_i |grad f_i|
-    noise: float  # rounding noise of f
-    comp_coord: Array  # per coordinate: mean_i |d f_i / d x_k| (|grad f| entries without a finite sum)
+    curv: Array
+    comp: float
+    noise: float
+    comp_coord: Array
+    gerr: Array
+    rounding: bool
 
 
-def _objective_at(ev: Evals, x: Array, D: _Differences) -> _Objective:
+def _objective_at(ev: Evals, x: Array, D: _Differences, V0: Array | None = None, noise: Noise | None = None) -> _Objective:
     """f, its gradient and curvature at ``x`` from ``2 d + 1`` points (in chunks of coordinates), and the
-    typical component gradient of a finite sum."""
+    typical component gradient of a finite sum. ``V0``: the components' values at ``x`` if known; ``noise``:
+    the noise at ``x`` (:func:`zoframe.certificate.noise.objective_noise`; ``None``: the rounding alone)."""
     d, n = x.shape[0], ev.oracle.n
-    V0 = ev.objective(x[None, :])[0]  # (n,)
+    if V0 is None:
+        V0 = ev.objective(x[None, :])[0]  # (n,)
     fp, fm, ap, am = (np.empty(d) for _ in range(4))
     sq = np.zeros(n)
     comp_coord = np.zeros(d)
+    span = D.a + D.b
+    sig_i = None if noise is None or noise.components is None else noise.components  # (n,)
     for lo, hi in D.chunks(n):
         k = hi - lo
         V = ev.objective(D.points(lo, hi))  # (2k, n): one batched call per chunk
         mean, size = V.mean(axis=1), np.abs(V).mean(axis=1)
         fp[lo:hi], fm[lo:hi], ap[lo:hi], am[lo:hi] = mean[:k], mean[k:], size[:k], size[k:]
         if n > 1:  # the component gradients of the chunk, reduced at once
-            G = _derivatives(V0, V[:k], V[k:], D.a[lo:hi], D.b[lo:hi])[0]
+            G = _derivatives(V0, V[:k], V[k:], D.a[lo:hi], D.b[lo:hi])[0]  # (k, n)
+            if sig_i is not None:  # each entry lowered by its noise error 4 sigma_i / span_k
+                err = 4.0 * sig_i[None, :] / np.maximum(span[lo:hi, None], 1e-300)
+                G = np.sign(G) * np.maximum(np.abs(G) - err, 0.0)
             sq += np.einsum("ij,ij->j", G, G)
             comp_coord[lo:hi] = np.abs(G).mean(axis=1)
     f0 = float(V0.mean())
@@ -83,38 +100,72 @@ def _objective_at(ev: Evals, x: Array, D: _Differences) -> _Objective:
     a0 = float(np.abs(V0).mean())  # the rounding noise of a mean is that of its terms' sizes
     hn2 = _derivatives(np.array([a0]), ap[:, None], am[:, None], D.a, D.b)[2]
     g, h, hn = g2[:, 0], h2[:, 0], hn2[:, 0]
-    h = np.where(np.abs(h) > hn, h, 0.0)
-    comp = float(np.sqrt(sq).mean()) if n > 1 else float(np.linalg.norm(g))
-    noise = 64.0 * _EPS * max(a0, float(ap.max(initial=0.0)), float(am.max(initial=0.0)))
-    return _Objective(f0, g, h, comp, noise, comp_coord if n > 1 else np.abs(g))
+    rounding = 64.0 * _EPS * max(a0, float(ap.max(initial=0.0)), float(am.max(initial=0.0)))
+    sigma = rounding if noise is None else max(noise.f, rounding)
+    both = (D.a > 0) & (D.b > 0)
+    herr = np.where(both, 4.0 * sigma / np.where(both, D.a * D.b, 1.0), 0.0)  # the curvature's noise error
+    h = np.where(np.abs(h) > np.maximum(hn, 3.0 * herr), h, 0.0)
+    gerr = np.where(span > 0, 4.0 * sigma / np.where(span > 0, span, 1.0), 0.0)
+    quiet = noise is None or noise.rounding
+    if n > 1:
+        comp = float(np.sqrt(sq).mean())
+    else:  # one component: its gradient is the gradient, lowered by its error under noise
+        comp_coord = np.abs(g) if quiet else np.maximum(np.abs(g) - gerr, 0.0)
+        comp = float(np.linalg.norm(comp_coord))
+    return _Objective(f0, g, h, comp, sigma, comp_coord, gerr, quiet)
 
 
 def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, force: Array, tol: float,
-                      box: tuple[Array, Array] | None, scales: Array | None = None) -> float:  # fmt: skip
-    """The largest per-coordinate relative residual ``|r_k| / ref_k``.
+                      box: tuple[Array, Array] | None, scales: Array | None = None,
+                      err: Array | None = None) -> tuple[float, float]:  # fmt: skip
+    """The largest per-coordinate relative residual ``(|r_k| + e_k) / ref_k`` (the least favourable reading of the
+    values), and the most favourable one ``(|r_k| - e_k)_+ / ref_k^+`` (the two agree for noise-free values).
 
-    ``ref_k = max(|df/dx_k|, sum_j |l_j dg_j/dx_k|, c_k |H_kk|, mean_i |df_i/dx_k|)`` compares each
+    ``ref_k = max(|df/dx_k| - e_k, sum_j |l_j dg_j/dx_k|, c_k |H_kk|, mean_i |df_i/dx_k|)`` compares each
     coordinate's residual with quantities of the same coordinate only (``c_k``: ``scales`` when given (a
-    finite sum: :func:`point_scales`), else ``max(1, |x_k|)``, or the box's width where narrower), so a test in one coordinate's units is not passed on the
-    strength of another's: the global norms of :func:`_kkt` mix coordinates, and variables of very
-    different scales (``x_1 ~ 1e-3`` beside ``x_3 ~ 1e4``) let a point far from stationary in the
-    large one pass on the small one's curvature. The floor ``10 noise(f) / (span_k tol)`` (``span_k``
-    the difference width) keeps a residual at the differences' own rounding level from failing.
+    finite sum: :func:`point_scales`), else ``max(1, |x_k|)``, or the box's width where narrower), so a test in
+    one coordinate's units is not passed on the strength of another's: the global norms of :func:`_kkt` mix
+    coordinates, and variables of very different scales (``x_1 ~ 1e-3`` beside ``x_3 ~ 1e4``) let a point far
+    from stationary in the large one pass on the small one's curvature. ``e_k``: the residual entry's error
+    bound from the noise (``err``; default the gradient's, ``obj.gerr``), added to the residual and taken off
+    the gradient in the reference: a residual within its error is no evidence of stationarity.
+
+    With noise-free values (``obj.rounding``) the reference has the floor ``10 noise(f) / (span_k tol)``
+    (``span_k`` the difference width): a residual at the differences' own rounding level does not fail (the
+    point is as stationary as the values can tell). Under noise there is no such floor: a coordinate whose
+    gradient and curvature the noise hides cannot be certified; when the second number passes and the first does
+    not, the noise decided the verdict (the values show neither that the point is stationary nor that it is
+    not).
     """
     c = np.maximum(1.0, np.abs(x)) if scales is None else scales
     if box is not None and scales is None:
         width = box[1] - box[0]
         c = np.where(np.isfinite(width) & (width > 0), np.minimum(c, width), c)
+    e = obj.gerr if err is None else err
     span = D.a + D.b
-    floor = np.where(span > 0, 10.0 * obj.noise / (np.where(span > 0, span, 1.0) * tol), 0.0)
-    ref = np.maximum.reduce([np.abs(obj.grad), force, c * np.abs(obj.curv), obj.comp_coord, floor])
-    num = np.abs(resid)
+    if obj.rounding:  # noise-free values: the rounding floor, no error bounds
+        floor = np.where(span > 0, 10.0 * obj.noise / (np.where(span > 0, span, 1.0) * tol), 0.0)
+        ref = np.maximum.reduce([np.abs(obj.grad), force, c * np.abs(obj.curv), obj.comp_coord, floor])
+        plain = _entry_ratio(np.abs(resid), ref)
+        return plain, plain
+    # the least favourable reading of the values (the residual plus its error against the reference less it), and
+    # the most favourable one (the residual less its error against the reference plus it): a failure of the
+    # second is evidenced by the values; a failure of the first alone is the noise's
+    ref_lo = np.maximum.reduce([np.maximum(np.abs(obj.grad) - e, 0.0), force, c * np.abs(obj.curv), obj.comp_coord])
+    ref_hi = np.maximum.reduce([np.abs(obj.grad) + e, force, c * np.abs(obj.curv), obj.comp_coord])
+    return _entry_ratio(np.abs(resid) + e, ref_lo), _entry_ratio(np.maximum(np.abs(resid) - e, 0.0), ref_hi)
+
+
+def _entry_ratio(num: Array, ref: Array) -> float:
+    """``max_k num_k / ref_k`` (0 where ``num_k = 0``, infinite where only ``ref_k`` is 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(num == 0.0, 0.0, np.where(ref > 0, num / np.where(ref > 0, ref, 1.0), math.inf))
     return float(ratio.max(initial=0.0))
 
 
-def _reference(obj: _Objective, s: float) -> float:
-    return max(float(np.linalg.norm(obj.grad)), s * float(np.abs(obj.curv).max(initial=0.0)), obj.comp)
-
-
+def _reference(obj: _Objective, s: float, plain: bool = False) -> float:
+    """``max(|grad f| (less its error under noise), s max_i |H_ii|, mean_i |grad f_i|)``: the scale the residual is
+    measured in (``plain``: as the values show it, without the error)."""
+    lower = 0.0 if (obj.rounding or plain) else float(np.linalg.norm(obj.gerr))
+    g = max(float(np.linalg.norm(obj.grad)) - lower, 0.0)
+    return max(g, s * float(np.abs(obj.curv).max(initial=0.0)), obj.comp)

@@ -25,6 +25,7 @@ from zoframe.certificate.gradient import (
     point_scales,
     scaled_differences,
 )
+from zoframe.certificate.noise import NoiseSpec, noise_step, objective_noise, values_noise
 from zoframe.protocols import Array, IntArray
 
 #: probe step of the second-order test, relative to the point's scale
@@ -104,26 +105,33 @@ class _Fit:
         return out
 
 
-def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int) -> dict[str, Any]:
+def _kkt(
+    ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int, stated: NoiseSpec | None = None
+) -> dict[str, Any]:
     oracle = ev.oracle
     d = x.shape[0]
     fs = oracle.feasible_set
     box = _bounds(fs, d)
+    V0 = np.asarray(ev.objective(x[None, :])[0], dtype=np.float64)
+    noise = objective_noise(ev.objective, x, V0, stated, point_scales(x, box))  # the noise: steps and error bounds
+    step = noise_step(noise, max(abs(float(V0.mean())), float(np.abs(V0).mean())))
     scales: Array | None = None
     if oracle.kind == "finite_sum":  # the coordinates' own scales at the point (no floor of 1)
         scales = point_scales(x, box)
         s = float(scales.max())
-        D = scaled_differences(x, scales, box)
+        D = scaled_differences(x, scales, box, step)
     else:
         s = max(1.0, float(np.abs(x).max()))
-        D = _difference_points(x, box)
-    obj = _objective_at(ev, x, D)
+        D = _difference_points(x, box, step)
+    obj = _objective_at(ev, x, D, V0, noise)
     ref = _reference(obj, s)
     band = 10.0 * tol * s
     rows: list[Array] = []  # gradients of the nearly active constraints / bounds
     vals: list[float] = []  # their values (<= 0 when satisfied)
     ids: list[int] = []  # constraint index, or -1 for a bound
     lengths: list[float] = []  # the length scale of each row's complementarity term
+    sig_rows: list[float] = []  # the noise of each row's values (0 for a bound: its gradient is exact)
+    sigma_c = 0.0  # the constraints' noise
     viol = 0.0 if (fs is not None or oracle.kind == "constrained") else None
     cap_hit = False
     cand = np.zeros(0, dtype=np.intp)
@@ -140,11 +148,14 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
                 vals.append(float(gap[i]))
                 ids.append(-1)
                 lengths.append(float(blen[i]))
+                sig_rows.append(0.0)
     elif fs is not None:
         viol = float(np.abs(x - np.asarray(fs.project(x), dtype=np.float64)).max())
     Jh, hx = _equalities_at(ev, x, D)  # (m_eq, d), (m_eq,): always active, multipliers of free sign
+    sigma_h = 0.0
     if hx.shape[0]:
         viol = max(float(viol or 0.0), float(np.abs(hx).max()))
+        sigma_h = _equality_noise(ev, x, hx, stated)
     fit = _Fit(obj.grad, Jh, hx / s)
     for row, val, length in zip(rows, vals, lengths):  # the bounds near x
         fit.add(row[None, :], np.array([val / length]))
@@ -163,6 +174,8 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
             hi_c = min(cand.shape[0], lo_c + size)
             lo_c, size = hi_c, 2 * size  # blocks of B, 2 B, 4 B, ...: a few fits, however many rows it takes
             ids_b, vals_b = cand[n_cand:hi_c], cvals[n_cand:hi_c]
+            if n_cand == 0:  # the constraints' noise, from the candidates closest to active (one line, 9 points)
+                sigma_c = _constraint_noise(ev, x, ids_b, vals_b, stated)
             Gc = np.empty((ids_b.shape[0], d))
             for lo_i, hi_i in D.chunks(ids_b.shape[0]):  # one batched call per chunk of coordinates
                 C = ev.constraints(D.points(lo_i, hi_i), ids_b)  # (2k, K)
@@ -182,6 +195,7 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
                 vals.append(float(vals_b[j]))
                 ids.append(int(ids_b[j]))
                 lengths.append(float(clen[j]))
+                sig_rows.append(sigma_c)
             fit.add(Gc[near], vals_b[near] / clen[near])
             least = float(vals_b[-1])
             out_of_band = least < 0 and -least / max(gn_max, 1e-300) > band
@@ -203,22 +217,48 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
         resid_vec = obj.grad
         r = float(np.linalg.norm(obj.grad))
         force = np.zeros(d)
-    residual = _ratio(r, ref)
+    # the error bound of the residual vector: the gradient's and, through the multipliers, the constraint rows'
+    # (each row's differences off by 4 sigma_j / span); the rows of the bounds are exact
+    span = D.a + D.b
+    inv_span = np.where(span > 0, 1.0 / np.where(span > 0, span, 1.0), 0.0)
+    sig = np.concatenate([np.asarray(sig_rows, dtype=np.float64), np.full(2 * hx.shape[0], sigma_h)])
+    u_all = fit.solve() if fit.columns else np.zeros(0)
+    load = float(u_all @ sig) if u_all.shape[0] == sig.shape[0] else 0.0
+    err_vec = obj.gerr + 4.0 * load * inv_span
+    e_r = 0.0 if obj.rounding and sigma_c <= 0 and sigma_h <= 0 else float(np.linalg.norm(err_vec))
+    # the least favourable reading (residual plus its error, reference less it) and the most favourable one
+    ref_hi = _reference(obj, s, plain=True) + (0.0 if obj.rounding else float(np.linalg.norm(obj.gerr)))
+    residual, plain = _ratio(r + e_r, ref), _ratio(max(r - e_r, 0.0), ref_hi)
     if fs is not None and box is None:  # another convex set: the projected step of the residual
         t = s / max(ref, 1e-300)
         r = float(np.linalg.norm(x - np.asarray(fs.project(x - t * resid_vec), dtype=np.float64))) / t
-        residual = _ratio(r, ref)
+        residual, plain = _ratio(r + e_r, ref), _ratio(max(r - e_r, 0.0), ref_hi)
     else:  # and coordinate by coordinate (variables of different scales)
-        residual = max(residual, _coordinate_ratio(obj, x, D, resid_vec, force, tol, box, scales))
+        ratio_c, plain_c = _coordinate_ratio(obj, x, D, resid_vec, force, tol, box, scales, err=err_vec)
+        residual, plain = max(residual, ratio_c), max(plain, plain_c)
+    floor = max(residual - plain, 0.0)  # what the noise's error bounds add: about the smallest tolerance supported
     n_active = len(rows) + hx.shape[0]
-    base = {"residual": residual, "scale": ref, "max_violation": viol, "n_active": n_active, "cap_hit": cap_hit}
+    base = {"residual": residual, "scale": ref, "max_violation": viol, "n_active": n_active, "cap_hit": cap_hit,
+            "noise": noise.f, "noise_floor": floor, "noise_limited": False}  # fmt: skip
     capped = f"; {n_active} nearly active used, the cap active_cap={cap} bound" if cap_hit else ""
+    heard = f"; noise of the values {noise.f:.2g} ({noise.source})" if not noise.rounding else ""
     if viol is not None and viol > feas_tol:
         return {**base, "passed": False, "descent": None,
                 "message": f"not certified: infeasible (max violation {viol:.3g} > {feas_tol:.3g}){capped}"}  # fmt: skip
+    viol_noise = 2.0 * max(sigma_c, sigma_h)
+    if viol is not None and viol + viol_noise > feas_tol:  # feasible as measured, but not beyond the noise
+        return {**base, "passed": False, "descent": None, "noise_limited": True,
+                "message": f"not certified, noise-limited: max violation {viol:.3g} <= {feas_tol:.3g} but within the "
+                           f"constraints' noise ({viol_noise / 2:.2g}) of it{capped}"}  # fmt: skip
     if not residual <= tol:
+        if plain <= tol:  # the most favourable reading passes, the least does not: the noise decides
+            supported = f"about {residual:.2g}" if math.isfinite(residual) else "none: the noise hides a coordinate"
+            return {**base, "passed": False, "descent": None, "noise_limited": True,
+                    "message": f"not certified, noise-limited: KKT residual between {plain:.3g} and {residual:.3g} "
+                               f"within the error bounds of the noise of the values, and tol {tol:.3g} in between "
+                               f"(the tolerance these values support: {supported}){heard}{capped}"}  # fmt: skip
         return {**base, "passed": False, "descent": None,
-                "message": f"not certified: KKT residual {residual:.3g} > tol {tol:.3g}{capped}"}  # fmt: skip
+                "message": f"not certified: KKT residual {residual:.3g} > tol {tol:.3g}{heard}{capped}"}  # fmt: skip
     descent = None
     if probes:
         strong = lam > 1e-6 * max(float(lam.max(initial=0.0)), 1e-300)
@@ -229,7 +269,25 @@ def _kkt(ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int
                 "message": f"not certified: KKT residual {residual:.3g} <= tol {tol:.3g} but not a minimum "
                            f"(negative curvature {descent:.3g} along the active set){capped}"}  # fmt: skip
     return {**base, "passed": True, "descent": descent,
-            "message": f"certified: KKT residual {residual:.3g} <= tol {tol:.3g}{capped}"}  # fmt: skip
+            "message": f"certified: KKT residual {residual:.3g} <= tol {tol:.3g}{heard}{capped}"}  # fmt: skip
+
+
+def _constraint_noise(ev: Evals, x: Array, ids: IntArray, vals: Array, stated: NoiseSpec | None) -> float:
+    """The noise of the constraints at ``x``: the stated level, or ECNoise on the candidates ``ids`` (at most 64,
+    the closest to active) along one line; the largest column's level (0 when it is the rounding alone)."""
+    if stated is not None:
+        return float(stated.absolute(float(np.abs(vals).max(initial=0.0)))) if stated.relative else stated.level
+    top = ids[:64]
+    levels, _, _ = values_noise(lambda X: ev.constraints(X, top), x, np.abs(vals[: top.shape[0]]), point_scales(x, None))
+    return float(levels.max(initial=0.0))
+
+
+def _equality_noise(ev: Evals, x: Array, hx: Array, stated: NoiseSpec | None) -> float:
+    """The noise of the equality constraints at ``x`` (as :func:`_constraint_noise`)."""
+    if stated is not None:
+        return float(stated.absolute(float(np.abs(hx).max(initial=0.0)))) if stated.relative else stated.level
+    levels, _, _ = values_noise(lambda X: ev.equalities(X), x, np.abs(hx), point_scales(x, None))
+    return float(levels.max(initial=0.0))
 
 
 def _probe(
