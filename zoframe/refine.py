@@ -321,7 +321,7 @@ def qn_start(
     if settings.noise is not None:
         noise = float(settings.noise)
     elif settings.estimate_noise:  # ECNoise on the values whose differences give the gradient (one line)
-        noise, spent = _line_noise(fn, x, aux0, s)
+        noise, spent = _line_noise(fn, x, aux0, s, region)
         points += spent
     else:
         noise = _EPS * max(abs(value), 1e-300)
@@ -344,7 +344,7 @@ def qn_start(
     return _tested(st, region, settings)
 
 
-def _line_noise(fn: Smooth, x: Array, aux: Array, scale: Array) -> tuple[float, int]:
+def _line_noise(fn: Smooth, x: Array, aux: Array, scale: Array, region: Region) -> tuple[float, int]:
     """The noise of ``fn.differences`` at ``x`` by ECNoise (:func:`zoframe.noise.estimate_noise`, one batched call of
     9 points per attempt) on a line drawn in the scaled variables ``x / scale`` (its direction a function of the
     point: deterministic); ``(level, points)``, the level 0 when only the rounding of the values shows."""
@@ -353,7 +353,20 @@ def _line_noise(fn: Smooth, x: Array, aux: Array, scale: Array) -> tuple[float, 
     from zoframe.noise import estimate_noise
 
     seed = int.from_bytes(hashlib.sha256(np.ascontiguousarray(x).tobytes()).digest()[:8], "little")
-    est = estimate_noise(lambda Z: fn.differences(Z * scale, aux)[:, None], x / scale, np.random.default_rng(seed))
+    free = np.arange(x.shape[0])
+    if region.box:  # along the variables with room inside the box (half their scale), every point inside it
+        room = np.minimum(x - np.asarray(region.lower), np.asarray(region.upper) - x)
+        free = np.flatnonzero(room >= 0.5 * scale)
+        if not free.shape[0]:
+            return 0.0, 0
+
+    def line(Z: Array) -> Array:
+        P = np.repeat(x[None, :], Z.shape[0], axis=0)
+        P[:, free] = Z * scale[free]
+        out: Array = fn.differences(region.clip(P), aux)[:, None]
+        return out
+
+    est = estimate_noise(line, x[free] / scale[free], np.random.default_rng(seed))
     level = float(est.absolute) if est.status == "ok" and math.isfinite(est.absolute) else 0.0
     return level, int(est.evaluations)
 

@@ -795,12 +795,21 @@ def rate_study(
     if kind not in spec.problem_kinds:
         raise InvalidInputError(f"solver {solver!r} does not accept {kind!r} problems (it solves {sorted(spec.problem_kinds)})")
     sparams = dict(params or {})
-    solver_obj = spec.cls(**sparams)  # bad parameters fail here, before any run
     notes: list[str] = []
+    m_eq_prob = int(getattr(prob, "m_eq", 0) or 0)
+    fields = {f.name for f in dataclasses.fields(spec.cls)} if dataclasses.is_dataclass(spec.cls) else set()
+    if "steps" in fields and "steps" not in sparams and not m_eq_prob:
+        # the theory's rate is that of the papers' iteration: study it (steps="auto" stops by itself once solved)
+        sparams["steps"] = "paper"
+        notes.append(
+            f"steps='paper': the papers' iteration, whose rate the theory states ({spec.name}'s default steps='auto' "
+            "stops by itself once solved; pass params={'steps': 'auto'} / -p steps=auto to study it)"
+        )
+    solver_obj = spec.cls(**sparams)  # bad parameters fail here, before any run
     if measure is None:  # the measure the theory speaks of for this solver, else the kind's default
         tab = [ms for (sv, ms, _) in THEORY if sv == spec.name and ms in BUILTIN_MEASURES.get(kind, ())]
         measure = tab[0] if tab else DEFAULT_MEASURE.get(kind, "fun")
-        m_eq = int(getattr(prob, "m_eq", 0) or 0)
+        m_eq = m_eq_prob
         if m_eq and measure.startswith("penalty_"):  # it sees the inequalities only: measure what covers all
             notes.append(
                 f"measure kkt, not {spec.name}'s default {measure}: the problem has {m_eq} equality constraint(s), "

@@ -102,11 +102,12 @@ def _objective_at(ev: Evals, x: Array, D: _Differences, V0: Array | None = None,
     g, h, hn = g2[:, 0], h2[:, 0], hn2[:, 0]
     rounding = 64.0 * _EPS * max(a0, float(ap.max(initial=0.0)), float(am.max(initial=0.0)))
     sigma = rounding if noise is None else max(noise.f, rounding)
-    both = (D.a > 0) & (D.b > 0)
-    herr = np.where(both, 4.0 * sigma / np.where(both, D.a * D.b, 1.0), 0.0)  # the curvature's noise error
-    h = np.where(np.abs(h) > np.maximum(hn, 3.0 * herr), h, 0.0)
-    gerr = np.where(span > 0, 4.0 * sigma / np.where(span > 0, span, 1.0), 0.0)
     quiet = noise is None or noise.rounding
+    both = (D.a > 0) & (D.b > 0)
+    # the curvature where it stands out: of its rounding floor (noise-free values), or of three times its noise error
+    herr = np.where(both, 4.0 * sigma / np.where(both, D.a * D.b, 1.0), 0.0)
+    h = np.where(np.abs(h) > (hn if quiet else np.maximum(hn, 3.0 * herr)), h, 0.0)
+    gerr = np.where(span > 0, 4.0 * sigma / np.where(span > 0, span, 1.0), 0.0)
     if n > 1:
         comp = float(np.sqrt(sq).mean())
     else:  # one component: its gradient is the gradient, lowered by its error under noise

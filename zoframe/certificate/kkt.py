@@ -113,7 +113,7 @@ def _kkt(
     fs = oracle.feasible_set
     box = _bounds(fs, d)
     V0 = np.asarray(ev.objective(x[None, :])[0], dtype=np.float64)
-    noise = objective_noise(ev.objective, x, V0, stated, point_scales(x, box))  # the noise: steps and error bounds
+    noise = objective_noise(ev.objective, x, V0, stated, point_scales(x, box), box)  # the noise: steps, error bounds
     step = noise_step(noise, max(abs(float(V0.mean())), float(np.abs(V0).mean())))
     scales: Array | None = None
     if oracle.kind == "finite_sum":  # the coordinates' own scales at the point (no floor of 1)
@@ -278,7 +278,9 @@ def _constraint_noise(ev: Evals, x: Array, ids: IntArray, vals: Array, stated: N
     if stated is not None:
         return float(stated.absolute(float(np.abs(vals).max(initial=0.0)))) if stated.relative else stated.level
     top = ids[:64]
-    levels, _, _ = values_noise(lambda X: ev.constraints(X, top), x, np.abs(vals[: top.shape[0]]), point_scales(x, None))
+    box = _bounds(ev.oracle.feasible_set, x.shape[0])
+    levels, _, _ = values_noise(lambda X: ev.constraints(X, top), x, np.abs(vals[: top.shape[0]]), point_scales(x, box),
+                                box)  # fmt: skip
     return float(levels.max(initial=0.0))
 
 
@@ -286,7 +288,8 @@ def _equality_noise(ev: Evals, x: Array, hx: Array, stated: NoiseSpec | None) ->
     """The noise of the equality constraints at ``x`` (as :func:`_constraint_noise`)."""
     if stated is not None:
         return float(stated.absolute(float(np.abs(hx).max(initial=0.0)))) if stated.relative else stated.level
-    levels, _, _ = values_noise(lambda X: ev.equalities(X), x, np.abs(hx), point_scales(x, None))
+    box = _bounds(ev.oracle.feasible_set, x.shape[0])
+    levels, _, _ = values_noise(lambda X: ev.equalities(X), x, np.abs(hx), point_scales(x, box), box)
     return float(levels.max(initial=0.0))
 
 

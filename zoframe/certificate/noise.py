@@ -92,24 +92,37 @@ def _point_generator(x: Array) -> np.random.Generator:
 
 
 def values_noise(
-    fun: Callable[[Array], Array], x: Array, magnitude: Array, scales: Array | None = None
+    fun: Callable[[Array], Array], x: Array, magnitude: Array, scales: Array | None = None,
+    box: tuple[Array, Array] | None = None,
 ) -> tuple[Array, int, str]:
     """``(levels per column, evaluations, words)`` of the batched function ``fun`` at ``x`` (ECNoise): each
     column's noise where ECNoise finds noise above the rounding of the values (at least ``ROUNDING eps |value|``,
     ``magnitude``: the columns' sizes at ``x``), 0 where it finds the rounding alone or no level at all. ``scales``: the variables' scales at
     ``x`` (the line is drawn in the variables ``z = x / scales``, so that its steps are relative to each
-    variable's own size, not to a floor of 1)."""
+    variable's own size, not to a floor of 1). ``box``: the line moves only along the variables that have room
+    inside it (at least half their scale to either bound), and every point is kept inside it."""
     from zoframe.noise import estimate_noise
 
     c = point_scale_vector(x) if scales is None else np.asarray(scales, dtype=np.float64)
+    free = np.arange(x.shape[0])
+    if box is not None:
+        room = np.minimum(x - box[0], box[1] - x)
+        free = np.flatnonzero(room >= 0.5 * c)
+        if not free.shape[0]:  # a vertex of the box: no line inside it; the rounding alone
+            return np.zeros(np.asarray(magnitude).shape[0]), 0, "no line inside the box to estimate the noise on"
 
     def in_z(Z: Array) -> Array:
-        out: Array = fun(Z * c)
+        P = np.repeat(x[None, :], Z.shape[0], axis=0)
+        P[:, free] = Z * c[free]
+        if box is not None:
+            P = np.clip(P, box[0], box[1])
+        out: Array = fun(P)
         return out
 
-    est = estimate_noise(in_z, x / c, _point_generator(x), points=9)
+    est = estimate_noise(in_z, x[free] / c[free], _point_generator(x), points=9)
     rounding = ROUNDING * _EPS * np.abs(magnitude)
     real = np.array([st == "ok" for st in est.column_status], dtype=bool) & np.isfinite(est.per_column)
+    real &= np.where(np.isfinite(est.per_column), est.per_column, 0.0) > rounding  # a few eps |f|: rounding
     # a column whose level is the rounding of its values (or could not be estimated) gets no noise beyond it: 0 here,
     # the measures' own rounding floors apply
     lv = np.where(real, est.per_column, 0.0)
@@ -127,7 +140,8 @@ def point_scale_vector(x: Array) -> Array:
 
 
 def objective_noise(
-    objective: Callable[[Array], Array], x: Array, v0: Array, stated: NoiseSpec | None, scales: Array | None = None
+    objective: Callable[[Array], Array], x: Array, v0: Array, stated: NoiseSpec | None, scales: Array | None = None,
+    box: tuple[Array, Array] | None = None,
 ) -> Noise:
     """The noise of the objective at ``x``: ``objective(X) -> (k, n)`` the components, ``v0`` their values at ``x``.
 
@@ -147,7 +161,7 @@ def objective_noise(
         return np.hstack([V, V.mean(axis=1, keepdims=True)]) if n > 1 else V
 
     mag = np.concatenate([np.abs(v0), [abs(f0)]]) if n > 1 else np.abs(v0)
-    levels, spent, text = values_noise(columns, x, mag, scales)
+    levels, spent, text = values_noise(columns, x, mag, scales, box)
     sigma = float(levels[-1])  # 0: the rounding alone
     return Noise(max(sigma, rounding_f), sigma <= 0.0, levels[:-1] if n > 1 else None, "estimated", text, spent)
 
