@@ -354,9 +354,11 @@ def _line_noise(fn: Smooth, x: Array, aux: Array, scale: Array, region: Region) 
 
     seed = int.from_bytes(hashlib.sha256(np.ascontiguousarray(x).tobytes()).digest()[:8], "little")
     free = np.arange(x.shape[0])
-    if region.box:  # along the variables with room inside the box (half their scale), every point inside it
+    if region.box:  # along the variables with room inside the box (1e-3 of their scale), every point inside it
         room = np.minimum(x - np.asarray(region.lower), np.asarray(region.upper) - x)
-        free = np.flatnonzero(room >= 0.5 * scale)
+        free = np.flatnonzero(room >= 1e-3 * scale)
+        if not free.shape[0]:
+            free = np.flatnonzero(room > 0)
         if not free.shape[0]:
             return 0.0, 0
 

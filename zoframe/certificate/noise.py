@@ -100,14 +100,16 @@ def values_noise(
     ``magnitude``: the columns' sizes at ``x``), 0 where it finds the rounding alone or no level at all. ``scales``: the variables' scales at
     ``x`` (the line is drawn in the variables ``z = x / scales``, so that its steps are relative to each
     variable's own size, not to a floor of 1). ``box``: the line moves only along the variables that have room
-    inside it (at least half their scale to either bound), and every point is kept inside it."""
+    inside it (at least 1e-3 of their scale to either bound), and every point is kept inside it."""
     from zoframe.noise import estimate_noise
 
     c = point_scale_vector(x) if scales is None else np.asarray(scales, dtype=np.float64)
     free = np.arange(x.shape[0])
     if box is not None:
         room = np.minimum(x - box[0], box[1] - x)
-        free = np.flatnonzero(room >= 0.5 * c)
+        free = np.flatnonzero(room >= 1e-3 * c)
+        if not free.shape[0]:
+            free = np.flatnonzero(room > 0)
         if not free.shape[0]:  # a vertex of the box: no line inside it; the rounding alone
             return np.zeros(np.asarray(magnitude).shape[0]), 0, "no line inside the box to estimate the noise on"
 
