@@ -85,3 +85,48 @@ def test_no_success_claim_beyond_the_noise(solver: str) -> None:
             assert exact.passed, (res.x, res.message)
         else:
             assert res.status is not zoframe.Status.CONVERGED or "not certified" in res.message
+
+
+def _coupled(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """NC-SC: sum log(1 + x_i^2) + y^T A x - 2 |y|^2 (stationary point x = 0, y* = A x / 4)."""
+    A = np.array([[1.0, 0.5, 0.0], [0.0, 1.0, -0.5]])
+    return np.log1p(X**2).sum(axis=1) + np.einsum("kj,ji,ki->k", Y, A, X) - 2.0 * (Y**2).sum(axis=1)
+
+
+@pytest.mark.parametrize("level", [1e-8, 1e-4])
+def test_minimax_under_noise(level: float) -> None:
+    """The minimax certificate estimates the noise of F: a point 1e-2 from the stationary point never passes, the
+    stationary point passes where the noise allows it."""
+    for seed in range(3):
+        prob = noisy(zoframe.Minimax(_coupled, x0=np.full(3, 0.5), y0=np.zeros(2)), level, seed=seed)
+        at = certify(CountingOracle(prob), np.zeros(3), outputs={"y": np.zeros(2)})
+        far = certify(CountingOracle(prob), np.full(3, 1e-2), outputs={"y": np.zeros(2)})
+        assert not far.passed and at.noise is not None and at.noise >= 0.3 * level
+        if level <= 1e-8:
+            assert at.passed, at.message
+        else:
+            assert at.passed or at.noise_limited, at.message
+
+
+def test_composite_under_noise() -> None:
+    """The lasso as a composite problem with noise 1e-6 on its values: its solution passes (or the noise decides),
+    a point 1e-2 away never passes."""
+    from zoframe.penalties import L1
+
+    rng = np.random.default_rng(0)
+    n, d = 24, 5
+    A = np.sqrt(n) * np.linalg.qr(rng.standard_normal((n, d)))[0]  # A^T A = n I: the lasso in closed form
+    b = A @ np.array([1.0, -0.8, 0.0, 0.05, 0.6]) + 0.05 * rng.standard_normal(n)
+    eye = np.eye(d)
+    cbar = A.T @ b / n
+    xstar = np.sign(cbar) * np.maximum(np.abs(cbar) - 0.25, 0.0)
+    for seed in range(3):
+        clean = zoframe.Composite(lambda X, idx: (X @ A[idx].T - b[idx]) ** 2, x0=np.zeros(d), A=eye, B=[-eye],
+                                  c=np.zeros(d), penalties=[L1(0.5)], n=n)  # fmt: skip
+        prob = noisy(clean, 1e-6, seed=seed)
+        at = certify(CountingOracle(prob), xstar, outputs={"y0": xstar})
+        far = xstar + 1e-2
+        off = certify(CountingOracle(prob), far, outputs={"y0": far})
+        assert (at.passed or at.noise_limited) and not off.passed, (at.message, off.message)
+        sigma = 1e-6 / np.sqrt(n)  # the noise of the mean of n components, each with its own noise 1e-6
+        assert at.noise is not None and sigma / 3 <= at.noise <= 3 * sigma

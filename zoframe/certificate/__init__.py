@@ -241,9 +241,9 @@ def certify(
     cap = int(active_cap) if active_cap is not None else max(1024, (1 << 24) // oracle.dim)
     try:
         if oracle.kind == "minimax":
-            parts = _minimax(ev, xv, outputs, tol)
+            parts = _minimax(ev, xv, outputs, tol, stated)
         elif oracle.kind == "composite":
-            parts = _composite(ev, xv, outputs, tol)
+            parts = _composite(ev, xv, outputs, tol, stated)
         else:
             parts = _kkt(ev, xv, tol, feasibility_tol, cap, int(probes), stated)
     except Exception as exc:  # the user's function failed at a certificate point: no certificate, said why

@@ -41,6 +41,7 @@ import numpy as np
 from zoframe.certificate._common import _EPS, _STEP, Evals, _bounds, _Differences, _ratio
 from zoframe.certificate.gradient import _objective_at
 from zoframe.certificate.minimax import _residual_verdict
+from zoframe.certificate.noise import NoiseSpec, noise_step, objective_noise
 from zoframe.errors import InvalidInputError
 from zoframe.protocols import Array, Penalty
 
@@ -63,8 +64,8 @@ def variables_scale(x: Array, f: float, curvature: float) -> float:
     return out if out > 0 and math.isfinite(out) else 1.0
 
 
-def _differences(x: Array, s: float, box: tuple[Array, Array] | None) -> _Differences:
-    h = _STEP * np.maximum(np.abs(x), s)
+def _differences(x: Array, s: float, box: tuple[Array, Array] | None, step: float = _STEP) -> _Differences:
+    h = step * np.maximum(np.abs(x), s)
     up, down = x + h, x - h
     if box is not None:  # one-sided at a bound: every point inside the box
         up = np.minimum(up, np.maximum(box[1], x))
@@ -164,7 +165,9 @@ def _parts(g: Array, A: Array, Bs: Sequence[Array], ys: Sequence[Array], pens: S
     return {"x": _ratio(rx, ref), "y": _ratio(ry, ref)}, ref
 
 
-def _composite(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float) -> dict[str, Any]:
+def _composite(
+    ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float, stated: NoiseSpec | None = None
+) -> dict[str, Any]:
     oracle = ev.oracle
     A, Bs, c = np.asarray(oracle.A), [np.asarray(b) for b in oracle.B], np.asarray(oracle.c)
     pens = list(oracle.penalties)
@@ -172,22 +175,34 @@ def _composite(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: floa
     ys = _blocks(oracle, x, out, A, Bs, c)
     d = x.shape[0]
     box = _bounds(getattr(oracle, "feasible_set", None), d)
+    V0 = np.asarray(ev.objective(x[None, :])[0], dtype=np.float64)
+    noise = objective_noise(ev.objective, x, V0, stated, None, box)  # the noise: the steps and the error bound
+    step = noise_step(noise, max(abs(float(V0.mean())), float(np.abs(V0).mean())))
     s0 = max(_nonzero_rms(x), 1.0)  # a first pass, to measure the curvature (a point near 0 has no scale of its own)
-    D = _differences(x, s0, box)
-    obj = _objective_at(ev, x, D)
+    D = _differences(x, s0, box, step)
+    obj = _objective_at(ev, x, D, V0, noise)
     s = variables_scale(x, obj.f, float(np.abs(obj.curv).max(initial=0.0)))
     if s < 1e-2 * s0:  # steps of eps^(1/4) at the point's scale are too long for these units: once more at theirs
-        D = _differences(x, s, box)
-        obj = _objective_at(ev, x, D)
+        D = _differences(x, s, box, step)
+        obj = _objective_at(ev, x, D, V0, noise)
     span = D.a + D.b
-    floor = 10.0 * obj.noise / (max(float(span.min()), 1e-300) * tol) if span.size else 0.0
-    return composite_verdict(x, ys, obj.grad, s * float(np.abs(obj.curv).max(initial=0.0)), obj.comp, floor, A, Bs, c,
-                             pens, out.get("lam"), tol, scale=s)
+    gerr = 0.0
+    if obj.rounding:  # noise-free values: a residual at the differences' rounding does not fail
+        floor = 10.0 * obj.noise / (max(float(span.min()), 1e-300) * tol) if span.size else 0.0
+    else:  # under noise no such floor: the gradient's error bound instead
+        floor, gerr = 0.0, float(np.linalg.norm(obj.gerr))
+    verdict = composite_verdict(x, ys, obj.grad, s * float(np.abs(obj.curv).max(initial=0.0)), obj.comp, floor, A, Bs,
+                                c, pens, out.get("lam"), tol, scale=s, gerr=gerr)  # fmt: skip
+    if not obj.rounding:
+        verdict["noise"] = noise.f
+        verdict["message"] += f"; noise of the values {noise.f:.2g} ({noise.source})"
+    return verdict
 
 
 def composite_verdict(
     x: Array, ys: Sequence[Array], grad: Array, curvature: float, comp: float, floor: float, A: Array,
     Bs: Sequence[Array], c: Array, pens: Sequence[Penalty], lam: Any, tol: float, scale: float | None = None,
+    gerr: float = 0.0,
 ) -> dict[str, Any]:  # fmt: skip
     """The composite test at ``(x, y)`` from the smooth part's derivatives (module docstring).
 
@@ -196,6 +211,8 @@ def composite_verdict(
     rounding error over ``tol``); ``lam``: the run's multiplier or ``None``; ``scale``: the variables' size ``s``
     (default: the root mean square of the nonzero entries of ``x``, 1 at ``x = 0``). ``certify`` calls it with
     central differences; a verification with exact derivatives calls it with those (the same test).
+    ``gerr``: the error bound of ``grad`` from the noise of the values (0: noise-free): added to the x-part of
+    the residual; when the test passes without it and fails with it, the noise decides (``noise_limited``).
     """
     g = np.asarray(grad, dtype=np.float64)
     s = float(scale) if scale is not None else (_nonzero_rms(x) or 1.0)
@@ -224,6 +241,14 @@ def composite_verdict(
         parts, ref = _parts(g, A, Bs, ys, pens, lam_c, base, scales)
         scored.append((max(parts.values()), label, parts, ref))
     _, label, parts, ref = min(scored, key=lambda e: e[0])
+    limited = False
+    if gerr > 0:  # the least favourable reading; the most favourable one decides whether the noise decides
+        best = max({**parts, "coupling": coupling, "x": max(parts["x"] - gerr / max(ref, 1e-300), 0.0)}.values())
+        parts = {**parts, "x": parts["x"] + gerr / max(ref, 1e-300)}
+        limited = max(*parts.values(), coupling) > tol >= best
     verdict = _residual_verdict("ADMM", {**parts, "coupling": coupling}, tol, ref)
     verdict["message"] += f"; lam {label}"
+    if limited:
+        verdict["noise_limited"] = True
+        verdict["message"] = verdict["message"].replace("not certified", "not certified, noise-limited", 1)
     return verdict

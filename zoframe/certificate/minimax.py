@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from zoframe.certificate._common import _EPS, Evals, _bounds, _derivatives, _difference_points
+from zoframe.certificate.noise import ROUNDING, Noise, NoiseSpec, noise_step, values_noise
 from zoframe.errors import InvalidInputError, NonFiniteValueError
 from zoframe.protocols import Array
 from zoframe.refine import (
@@ -219,7 +220,9 @@ def _fail(message: str, residual: float = math.inf, scale: float = math.nan) -> 
     }  # fmt: skip
 
 
-def _minimax(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float) -> dict[str, Any]:
+def _minimax(
+    ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float, stated: NoiseSpec | None = None
+) -> dict[str, Any]:
     oracle = ev.oracle
     y_raw = None if outputs is None else outputs.get("y")
     y_run = np.array(oracle.y0 if y_raw is None else y_raw, dtype=np.float64).reshape(-1)
@@ -236,8 +239,17 @@ def _minimax(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float)
         out: Array = ev.minimax(np.repeat(xr[None, :], Y.shape[0], axis=0), Y).mean(axis=1)
         return out
 
+    # 0. the noise of F at (x, y): a line in x at the run's y (ECNoise), or as stated
+    f_run = float(evaluate(x, y_run[None, :])[0])
+    if stated is not None:
+        sigma = stated.absolute(abs(f_run))
+    else:
+        levels, _, _ = values_noise(lambda X: ev.minimax(X, np.repeat(y_run[None, :], X.shape[0], axis=0)).mean(
+            axis=1, keepdims=True), x, np.array([abs(f_run)]))  # fmt: skip
+        sigma = float(levels[0])
+    noisy = sigma > ROUNDING * _EPS * max(abs(f_run), 1e-300)
     # 1. the inner maximum, from the run's y
-    inner = inner_maximum(evaluate, x, y_run, ys, point_cost=n)
+    inner = inner_maximum(evaluate, x, y_run, ys, point_cost=n, noise=sigma if noisy else None)
     st = inner.state
     # 2. concavity in y at the point (also where the inner solve failed: an inner problem that is not concave is
     # said so): the coordinate curvatures of a converged inner solve, then midpoint tests inside Y along the
@@ -266,6 +278,8 @@ def _minimax(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float)
     except NonFiniteValueError:
         gap, gnoise, worst = -math.inf, 0.0, 0
     curv_scale = float(np.abs(curv_neg).max(initial=0.0)) * h_probe * h_probe
+    if noisy:
+        gnoise = max(gnoise, sigma)
     if gap > max(16.0 * gnoise, 1e-6 * curv_scale):
         what = f"coordinate {int(least[worst])}" if worst < least.shape[0] else f"mixed direction {worst - least.shape[0]}"
         return _fail(
@@ -275,8 +289,9 @@ def _minimax(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float)
     if not inner.found or st is None:
         return _fail(f"the inner maximum max_y F(x, y) at the point was not found ({inner.message})")
     # differences around (x, y*): one call
-    Dx = _difference_points(x, _bounds(oracle.feasible_set, d))
-    Dy = _difference_points(y, _bounds(ys, dy))
+    step = noise_step(Noise(sigma, not noisy, None, "", "", 0), max(abs(f_run), abs(inner.value)) if noisy else 1.0)
+    Dx = _difference_points(x, _bounds(oracle.feasible_set, d), step)
+    Dy = _difference_points(y, _bounds(ys, dy), step)
     X = np.vstack([x[None, :], Dx.points(0, d), np.repeat(x[None, :], 2 * dy, axis=0)])
     Y = np.vstack([np.repeat(y[None, :], 1 + 2 * d, axis=0), Dy.points(0, dy)])
     V = ev.minimax(X, Y)  # (1 + 2d + 2dy, n)
@@ -286,15 +301,20 @@ def _minimax(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float)
     sx = max(1.0, float(np.abs(x).max(initial=0.0)))
     fmag = float(np.abs(V).mean(axis=1).max(initial=0.0))
 
-    def block(G: Array, H: Array, N: Array, sc: float, span: Array) -> tuple[Array, float, float]:
+    def block(G: Array, H: Array, N: Array, sc: float, span: Array, a: Array, b: Array) -> tuple[Array, float, float]:
         g, hh, hn = G.mean(axis=1), H.mean(axis=1), N.mean(axis=1)
+        if noisy:  # the curvature where it stands out of three times its noise error 4 sigma / (a b)
+            both = (a > 0) & (b > 0)
+            hn = np.maximum(hn, np.where(both, 12.0 * sigma / np.where(both, a * b, 1.0), 0.0))
         hh = np.where(np.abs(hh) > hn, hh, 0.0)
         comp = float(np.sqrt(np.einsum("ij,ij->j", G, G)).mean()) if G.shape[1] > 1 else 0.0
-        floor = 4.0 * _EPS * fmag / max(float(np.min(span, initial=np.inf)), 1e-300) * math.sqrt(g.shape[0])
+        # the gradient's error: the rounding of the values, or under noise 4 sigma / span (an error bound, not a floor)
+        size = 4.0 * sigma if noisy else 4.0 * _EPS * fmag
+        floor = size / max(float(np.min(span, initial=np.inf)), 1e-300) * math.sqrt(g.shape[0])
         return g, max(sc * float(np.abs(hh).max(initial=0.0)), comp), floor
 
-    gx, ref_x, floor_x = block(Gx, Hx, Nx, sx, Dx.a + Dx.b)
-    gy, ref_y, floor_y = block(Gy, Hy, Ny, sy, Dy.a + Dy.b)
+    gx, ref_x, floor_x = block(Gx, Hx, Nx, sx, Dx.a + Dx.b, Dx.a, Dx.b)
+    gy, ref_y, floor_y = block(Gy, Hy, Ny, sy, Dy.a + Dy.b, Dy.a, Dy.b)
     # 3. Phi's own curvature along the gradient (the coupling's share), two inner solves warm-started at y*
     gnorm = float(np.linalg.norm(gx))
     c_u = math.nan
@@ -310,20 +330,31 @@ def _minimax(ev: Evals, x: Array, outputs: Mapping[str, Any] | None, tol: float)
             ref_x = max(ref_x, sx * c_u)
     rx = _mapping(oracle.feasible_set, x, gx, sx, max(ref_x, 1e-300))
     ry = _mapping(ys, y, -gy, sy, max(ref_y, 1e-300))
-    ratio_x = 0.0 if rx <= floor_x else (rx / ref_x if ref_x > 0 else math.inf)
-    ratio_y = 0.0 if ry <= floor_y else (ry / ref_y if ref_y > 0 else math.inf)
-    residual = max(ratio_x, ratio_y)
+    limited = False
+    if not noisy:  # noise-free values: a residual at the rounding of the differences passes
+        ratio_x = 0.0 if rx <= floor_x else (rx / ref_x if ref_x > 0 else math.inf)
+        ratio_y = 0.0 if ry <= floor_y else (ry / ref_y if ref_y > 0 else math.inf)
+        residual = max(ratio_x, ratio_y)
+    else:  # under noise the error is added (least favourable) or taken off (most favourable)
+        ratio_x = (rx + floor_x) / ref_x if ref_x > 0 else math.inf
+        ratio_y = (ry + floor_y) / ref_y if ref_y > 0 else math.inf
+        residual = max(ratio_x, ratio_y)
+        best = max(max(rx - floor_x, 0.0) / ref_x if ref_x > 0 else 0.0, max(ry - floor_y, 0.0) / ref_y if ref_y > 0 else 0.0)
+        limited = residual > tol and best <= tol
     passed = residual <= tol
-    word = "certified" if passed else "not certified"
+    word = "certified" if passed else ("not certified, noise-limited" if limited else "not certified")
     dist = float(np.linalg.norm(y_run - y))
     message = (
         f"{word}: minimax residual {residual:.3g} {'<=' if passed else '>'} tol {tol:.3g} (grad Phi(x) by Danskin: "
         f"{ratio_x:.3g} of the scale in x {ref_x:.3g}; inner maximum: projected gradient {ratio_y:.3g} of the scale in "
         f"y {ref_y:.3g}, {inner.outcome} in {inner.points} points; the run's y is {dist:.3g} from y*)"
     )
+    if noisy:
+        message += f"; noise of the values {sigma:.2g} ({'stated' if stated is not None else 'estimated'})"
     return {
         "passed": passed, "residual": residual, "scale": ref_x, "max_violation": None, "n_active": 0,
-        "cap_hit": False, "descent": None, "message": message,
+        "cap_hit": False, "descent": None, "message": message, "noise": sigma, "noise_limited": limited,
+        "noise_floor": max(floor_x / ref_x if ref_x > 0 else 0.0, floor_y / ref_y if ref_y > 0 else 0.0) if noisy else 0.0,
     }  # fmt: skip
 
 
