@@ -101,6 +101,10 @@ class Loss:
     def r(self, P: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return P @ (self.s_f * self.X[idx]).T - self.s_v * self.t[idx]
 
+    def residuals(self, P: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The least-squares residuals ``r_i / sqrt(2)`` (``f_i = r_i^2 / 2``): for the peers that model residuals."""
+        return self.r(P, idx) * math.sqrt(0.5)
+
     def values(self, P: np.ndarray, idx: np.ndarray) -> np.ndarray:
         if self.kind == "logistic":
             z = (P @ (self.s_f * self.X[idx]).T) * self.t[idx]
@@ -309,8 +313,9 @@ def make_instance(family: str, seed: int, s_f: float, s_v: float, refs: dict[tup
     A, Bs, c = _scaled_coupling(u, xu)
     pens = _penalties(u["pens"], gu, xu)
     n, d = u["X"].shape
+    # least squares states its residuals too, so that DFO-LS (a least-squares peer) can run on it
     prob = zoframe.Composite(loss.values, x0=np.zeros(d), A=A, B=Bs, c=c, penalties=pens, n=n,
-                             name=f"{family}[{s_f:g},{s_v:g}]")
+                             name=f"{family}[{s_f:g},{s_v:g}]", residuals=loss.residuals if u["kind"] == "ls" else None)
     key = (family, seed)
     if key not in refs:
         if family in CONVEX:
