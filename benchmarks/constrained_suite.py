@@ -17,8 +17,13 @@ fraction of problems solved; scipy's methods are deterministic, so their seeds a
 medians over problems of the per-problem medians over seeds of the relative error, the violation
 and the evaluations used (in full evaluations). For zoframe runs also: how many runs ended with
 status ``DIVERGED`` (flagged), how many ended non-finite or beyond ``1e6`` relative error without
-that flag (``unflagged_divergence``, the figure that must be 0), and how many claimed
-``success=True`` without solving the problem (``false_success``).
+that flag (``unflagged_divergence``, the figure that must be 0), how many claimed ``success=True`` away
+from the published optimum (``claims_not_at_f_star``) and, of those, how many are not a local minimum either
+(``false_success``: the point is checked with exact derivatives, :func:`claim_check`: the KKT residual and the
+curvature of the Lagrangian along the active set; a claim at another local minimum of a nonconvex problem is a true
+claim, listed in ``claims_at_another_local_minimum``), the runs within ``1e-6`` of ``f*`` without ``success``
+(``within_1e-6_without_success`` of ``within_1e-6_runs``), the ``FAILED`` runs within ``1e-4`` of ``f*`` and the
+statuses.
 
 Prints one final JSON line. ``--verbose`` adds one line per problem on stderr.
 
@@ -78,6 +83,79 @@ def score(tp: TestProblem, x: np.ndarray) -> tuple[float, float]:
     return (rel if math.isfinite(rel) else math.inf), (viol if math.isfinite(viol) else math.inf)
 
 
+def _jacobian(fun: Any, x: np.ndarray) -> np.ndarray:
+    """The derivatives of ``fun`` ((k, d) points -> (k,) or (k, m) values) at ``x``, ``(d,)`` or ``(d, m)``: by the
+    complex step (``Im f(x + i 1e-30 e_j) / 1e-30``, exact to rounding) where the function takes complex points,
+    else by central differences extrapolated twice (Richardson; about 1e-10 relative)."""
+    d = x.shape[0]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v = fun(np.repeat(x[None, :].astype(complex), d, axis=0) + 1j * 1e-30 * np.eye(d))
+        if np.iscomplexobj(v):
+            out = np.asarray(v).imag / 1e-30
+            if np.all(np.isfinite(out)):
+                return out
+    except Exception:  # a function that refuses complex points: differences
+        pass
+    s = 1e-2 * np.maximum(1.0, np.abs(x))
+
+    def central(h: np.ndarray) -> np.ndarray:
+        E = np.diag(h)
+        up, down = np.asarray(fun(x + E)), np.asarray(fun(x - E))
+        return (up - down) / (2.0 * h.reshape((-1,) + (1,) * (up.ndim - 1)))
+
+    d1, d2, d3 = central(s), central(s / 2), central(s / 4)
+    r1, r2 = (4 * d2 - d1) / 3, (4 * d3 - d2) / 3
+    return np.asarray((16 * r2 - r1) / 15)
+
+
+def claim_check(tp: TestProblem, x: np.ndarray) -> dict[str, Any]:
+    """Whether a claimed point that is not the published optimum is a local minimum of another kind: the KKT residual
+    from exact derivatives (multipliers by non-negative least squares over the constraints and bounds within
+    ``1e-8 s`` of active, ``s = max(1, |x|_inf)``), and the second-order test, the least eigenvalue of the
+    Lagrangian's Hessian (central differences of the exact gradients) on the null space of the active rows that carry
+    a multiplier (none: a vertex, a strict local minimum under strict complementarity). ``verdict``: ``"local
+    minimum"`` (residual <= 1e-6 of max(1, |grad f|) and the eigenvalue >= -1e-6 of the Hessian's size), ``"not a
+    minimum"`` (KKT but a negative curvature), ``"not KKT"``."""
+    from scipy.optimize import nnls
+
+    d = x.shape[0]
+    lo, hi = _bounds(tp)
+    scale = max(1.0, float(np.abs(x).max()))
+    gf = _jacobian(tp.f, x)
+    gv = tp.g(x[None, :])[0]
+    J = _jacobian(tp.g, x).T  # (m, d)
+    eye = np.eye(d)
+    rows = [J[j] for j in range(gv.shape[0]) if gv[j] >= -1e-8 * scale * max(float(np.linalg.norm(J[j])), 1e-300)]
+    rows += [-eye[i] for i in range(d) if np.isfinite(lo[i]) and x[i] - lo[i] <= 1e-8 * scale]
+    rows += [eye[i] for i in range(d) if np.isfinite(hi[i]) and hi[i] - x[i] <= 1e-8 * scale]
+    A = np.asarray(rows).reshape(-1, d)
+    lam = nnls(A.T, -gf, maxiter=100 * max(A.shape[0], d))[0] if A.shape[0] else np.zeros(0)
+    resid = float(np.abs(gf + A.T @ lam).max()) / max(1.0, float(np.abs(gf).max()))
+    strong = A[lam > 1e-8 * max(float(lam.max(initial=0.0)), 1e-300)] if A.shape[0] else A
+    rank = int(np.linalg.matrix_rank(strong)) if strong.shape[0] else 0
+    eig = math.inf
+    if rank < d:  # the reduced Hessian on the null space of the strongly active rows
+        gcon = [j for j in range(gv.shape[0]) if gv[j] >= -1e-8 * scale * max(float(np.linalg.norm(J[j])), 1e-300)]
+        lam_g = lam[: len(gcon)]
+
+        def grad_l(y: np.ndarray) -> np.ndarray:
+            gl = _jacobian(tp.f, y)
+            if gcon:
+                gl = gl + _jacobian(tp.g, y)[:, gcon] @ lam_g
+            return np.asarray(gl)
+
+        h = 1e-5 * np.maximum(1.0, np.abs(x))
+        H = np.array([(grad_l(x + h[i] * eye[i]) - grad_l(x - h[i] * eye[i])) / (2 * h[i]) for i in range(d)])
+        H = 0.5 * (H + H.T)
+        Z = np.linalg.svd(strong)[2][rank:].T if strong.shape[0] else np.eye(d)
+        eig = float(np.linalg.eigvalsh(Z.T @ H @ Z).min()) / max(float(np.abs(H).max()), 1e-300)
+    ok = resid <= 1e-6
+    verdict = "not KKT" if not ok else ("local minimum" if eig >= -1e-6 else "not a minimum")
+    return {"kkt_exact": resid, "reduced_min_eig": eig, "active": int(A.shape[0]), "rank": rank, "verdict": verdict}
+
+
 def run_zoframe(tp: TestProblem, solver: str, seed: int, budget: int) -> dict[str, Any]:
     m = tp.m
     status, success, error = "", False, None
@@ -90,7 +168,7 @@ def run_zoframe(tp: TestProblem, solver: str, seed: int, budget: int) -> dict[st
     rel, viol = score(tp, x)
     return {
         "rel": rel, "viol": viol, "evals": res.nfev / (1 + m), "status": status, "success_claim": success,
-        "error": error, "message": res.message,
+        "error": error, "message": res.message, "x": x.tolist(),
     }  # fmt: skip
 
 
@@ -134,6 +212,9 @@ def job(args: tuple[str, str, int, int, int]) -> dict[str, Any]:
     row = run_scipy(tp, solver, budget) if solver in SCIPY else run_zoframe(tp, solver, seed, budget)
     row.update(problem=name, solver=solver, seed=seed)
     row["solved"] = bool(row["rel"] <= REL_TOL and row["viol"] <= VIOL_TOL)
+    if row["success_claim"] and not row["solved"]:  # a claim at another point: is it a local minimum of its own?
+        row["claim_check"] = claim_check(tp, np.asarray(row["x"], dtype=float))
+    row.pop("x", None)
     return row
 
 
@@ -163,8 +244,18 @@ def summarise(rows: list[dict[str, Any]], solver: str, seeds: int) -> dict[str, 
         bad = [r for r in mine if not (r["rel"] <= 1e6 and math.isfinite(r["viol"]))]
         out["diverged_flagged"] = sum(r["status"] == "DIVERGED" for r in mine)
         out["unflagged_divergence"] = sum(r["status"] != "DIVERGED" for r in bad)
-        out["false_success"] = sum(r["success_claim"] and not r["solved"] for r in mine)
+        other = [r for r in mine if r["success_claim"] and not r["solved"]]
+        local = [r for r in other if r.get("claim_check", {}).get("verdict") == "local minimum"]
+        out["claims_not_at_f_star"] = len(other)
+        out["claims_at_another_local_minimum"] = sorted({r["problem"] for r in local})
+        out["false_success"] = len(other) - len(local)  # a claim at a point that is no local minimum (exact derivatives)
+        out["false_success_examples"] = sorted({f"{r['problem']}#s{r['seed']}" for r in other if r not in local})[:6]
         out["success_claimed"] = sum(bool(r["success_claim"]) for r in mine)
+        near = [r for r in mine if r["rel"] <= 1e-6 and r["viol"] <= VIOL_TOL]
+        out["within_1e-6_without_success"] = sum(not r["success_claim"] for r in near)
+        out["within_1e-6_runs"] = len(near)
+        out["failed_within_1e-4"] = sum(r["status"] == "FAILED" and r["rel"] <= 1e-4 for r in mine)
+        out["statuses"] = {k: sum(r["status"] == k for r in mine) for k in sorted({r["status"] for r in mine})}
         out["errors"] = sum(r["error"] is not None for r in mine)
     return out
 

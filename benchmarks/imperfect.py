@@ -35,7 +35,9 @@ claim can also be false on a nonconvex problem whose run found another local min
 Per noise level and solver (and per group: ``constrained-small``, ``polytope``): runs, claims, false claims,
 the median relative error, that median divided by ``sqrt(level)`` (the order a difference method can reach
 under noise ``level``), the statuses, and the estimated relative noise of the objective over the true level
-(median, and the share within a factor 3). The run's rows go to stderr with ``--verbose``; one final JSON line.
+(median, and the share within a factor 3), and the runs whose message states a max violation other than
+``Result.max_violation`` (``message_disagrees``, the figure that must be 0). The run's rows go to stderr with
+``--verbose``; one final JSON line.
 
     python benchmarks/imperfect.py [--quick] [--levels 1e-10,1e-8,1e-6,1e-4] [--seeds 3] [--jobs 2]
         [--solvers adszog,dszog,slsqp-fd,cobyla] [--m M] [--only hs010,hs043] [--verbose]
@@ -51,6 +53,7 @@ import math
 import os
 from pathlib import Path
 import platform
+import re
 import sys
 import time
 from typing import Any
@@ -75,6 +78,7 @@ LEVELS = (1e-10, 1e-8, 1e-6, 1e-4)
 TOL = DEFAULT_TOL  # the certificate's tolerance: 1e-3
 
 _CACHE: dict[str, Any] = {}
+_VIOL = re.compile(r"max violation over all m ([0-9.eE+-]+)")
 
 
 def _small(name: str) -> tuple[Any, float]:
@@ -123,6 +127,10 @@ def job(args: tuple[str, str, int, str, int, float]) -> dict[str, Any]:
     x = np.asarray(res.x, dtype=np.float64)
     row: dict[str, Any] = {"group": group, "instance": name, "m": mm, "d": d, "solver": solver, "seed": seed,
                            "level": level, "status": status, "claim": bool(res.success), "seconds": round(seconds, 3)}
+    stated = _VIOL.findall(str(res.message))  # the max violation the message states, against Result.max_violation
+    if stated and res.max_violation is not None:
+        row["message_agrees"] = f"{float(stated[-1]):.2g}" == f"{max(float(res.max_violation), 0.0):.2g}" \
+            or float(stated[-1]) >= float(res.max_violation)
     if not np.all(np.isfinite(x)):
         row.update(rel_error=math.inf, violation=math.inf, clean_passed=False, clean_residual=math.inf,
                    noise_ratio=math.nan, noise_status="no finite point")
@@ -195,6 +203,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     "noise_estimate_constraints_median": _median([float(r.get("noise_ratio_constraints", math.nan))
                                                                   for r in sel]),
                     "median_seconds": _median([float(r["seconds"]) for r in sel]),
+                    "message_disagrees": sum(r.get("message_agrees") is False for r in sel),
                 }
     return out
 

@@ -233,6 +233,34 @@ def family(name: str, m: int, seed: int) -> Family:
         return Family(
             name, d, m, np.zeros(d), f=f_b, grad=fgrad, g_chunk=g_b, jac=lambda x, idx: 2.0 * (x - 0.3 * rows(idx))
         )
+    if name == "ellipsoids":
+        d = 20
+        rows = FourierRows(d, m, rng)
+        axes = FourierRows(d, m, rng)
+        a = 5.0 * rng.standard_normal(d)
+
+        def shape(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            C = 0.3 * rows(idx)  # centres
+            Wt = np.exp(0.5 * axes(idx))  # axis weights, about e^[-0.7, 0.7]
+            reach = np.sqrt((C * C).sum(1)) + 0.5 + 0.5 * hash_uniform(key, idx)
+            r2 = Wt.max(axis=1) * reach**2  # every ellipsoid holds the ball |x| <= 0.5
+            return C, Wt, r2
+
+        def g_e(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            C, Wt, r2 = shape(idx)
+            # sum_k w_ik (x_k - c_ik)^2 - r_i^2, expanded (no (k, b, d) temporary)
+            out: np.ndarray = (X * X) @ Wt.T - 2.0 * X @ (Wt * C).T + ((Wt * C * C).sum(1) - r2)
+            return out
+
+        def jac_e(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+            C, Wt, _ = shape(idx)
+            out: np.ndarray = 2.0 * Wt * (x[None, :] - C)
+            return out
+
+        return Family(
+            name, d, m, np.zeros(d), f=lambda X: ((X - a) ** 2).sum(1), g_chunk=g_e, jac=jac_e,
+            grad=lambda x: 2.0 * (x - a),
+        )  # fmt: skip
     raise SystemExit(f"unknown family {name!r}")
 
 

@@ -106,3 +106,54 @@ def test_a_checkpoint_in_any_phase_resumes_bit_for_bit(name: str, tmp_path: Path
         assert np.array_equal(resumed.x, straight.x) and resumed.nfev == straight.nfev, k
         assert resumed.message == straight.message and resumed.notes == straight.notes
         assert np.array_equal(np.asarray(resumed.trace["phase"]), phases)
+
+
+@pytest.mark.parametrize("name", ["dszog", "adszog"])
+def test_a_penalty_phase_that_runs_away_says_so(name: str) -> None:
+    """The runaway rule of the penalty phase (its hand-over logic): beta at beta_max and the sampled violation at the
+    end of a continuation window no lower than at its start. With a feasible sample seen: the precision phase from the
+    best one, the message saying at which step and evaluation, with which violation and |w| (it carried on before, on
+    a9a pairwise to |w| = 2e8 and a saturated loss); without one: the restoration from the last iterate."""
+    import dataclasses
+
+    from zoframe.phases import End
+    from zoframe_constrained.solvers import ADSZOG, DSZOG
+
+    solver = (DSZOG if name == "dszog" else ADSZOG)(small_problem=0, stall_window=5)
+    prob = _polytope()
+    oracle = CountingOracle(prob)
+    st = solver.init(oracle, np.asarray(prob.x0, dtype=np.float64), np.random.default_rng(0))
+    pen = st.inner
+    phase = solver.phases(oracle)[0]
+    w = np.full(prob.dim, 3.0)
+    for best, expect in ((np.zeros(prob.dim), "restarted from its best feasible sample"), (None, "the restoration")):
+        prev = dataclasses.replace(pen, t=40, beta=solver.beta_max, win_t0=35, win_v0=0.5, alpha=1.0, best_x=best,
+                                   best_value=0.0 if best is not None else np.inf)  # fmt: skip
+        new = phase.after_step(oracle, prev, w, 1.0, True, 0.8, 1.0, 5.0)
+        text = new.get("blown") or new.get("handover")
+        assert text and "ran away at step 41" in text and "grew from 0.5 (step 35) to 0.8" in text and expect in text
+        end = solver.after_penalty(oracle, dataclasses.replace(prev, **new))
+        assert end is not None and end.how is End.NEXT
+        assert end.to == ("precision phase" if best is not None else "restoration")
+        if best is not None:
+            np.testing.assert_array_equal(new["x"], best)
+    # a violation that still falls at beta_max is no runaway
+    prev = dataclasses.replace(pen, t=40, beta=solver.beta_max, win_t0=35, win_v0=0.5, alpha=1.0)
+    new = phase.after_step(oracle, prev, w, 1.0, True, 0.3, 1.0, 5.0)
+    assert not new.get("blown") and not new.get("restore_final")
+
+
+@pytest.mark.slow
+@pytest.mark.data("a9a")
+def test_a9a_pairwise_reaches_the_white_box_optimum() -> None:
+    """pairwise a9a (1000 samples, m = 45,600), adszog with its defaults and max_calls = 2e7: the penalty phase runs
+    away (beta at its maximum, the sampled violation growing), says so and hands over to the precision phase at its
+    best feasible sample, which reaches the white-box optimum f0 = 0.23153 (no longer the saturated loss 1.0 at |w| =
+    2e8 that the certificate passed), on three seeds."""
+    from zoframe_constrained.problems import pairwise
+
+    prob = pairwise("a9a", n_samples=1000, seed=0)
+    for seed in (0, 1, 2):
+        r = zoframe.minimize(prob, "adszog", rng=seed, max_calls=20_000_000, record_every=0)
+        assert abs(r.fun - 0.23153) <= 1e-4 and r.max_violation is not None and r.max_violation <= 1e-12, r.message
+        assert any("ran away" in n for n in r.notes), r.notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import warnings
 
 import numpy as np
@@ -112,3 +113,90 @@ def test_nan_regions_never_give_a_raw_error(name: str, kind: str, nonfinite: str
             assert "at the point" in str(exc.__cause__)
         return
     assert not (res.success and not np.isfinite(res.fun))
+
+
+def _nan_region(where: str, d: int = 3, m_extra: int = 0) -> Any:
+    """min |x - 1|^2 s.t. x_i <= 0.5 (and ``m_extra`` inactive constraints): the optimum x = 0.5 lies on the boundary of
+    a region where the objective (``where="objective"``) or every constraint (``"constraint"``) is NaN, x_0 > 0.5 +
+    1e-7: a forward difference point of the solution is in the region."""
+    import zoframe
+
+    def f(X: np.ndarray) -> np.ndarray:
+        out = ((X - 1.0) ** 2).sum(axis=1)
+        if where == "objective":
+            out = np.where(X[:, 0] > 0.5 + 1e-7, np.nan, out)
+        return np.asarray(out)
+
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        G = np.hstack([X - 0.5, np.repeat(X.sum(axis=1, keepdims=True) - 10.0 * d, m_extra, axis=1)])
+        if where == "constraint":
+            G = np.where((X[:, 0] > 0.5 + 1e-7)[:, None], np.nan, G)
+        return np.asarray(G[:, idx])
+
+    return zoframe.Constrained(f, g, m=d + m_extra, x0=np.zeros(d))
+
+
+@pytest.mark.parametrize("solver", ["adszog", "dszog"])
+@pytest.mark.parametrize("where", ["objective", "constraint"])
+def test_a_solution_on_the_edge_of_a_nan_region(solver: str, where: str) -> None:
+    """The precision phase from x0 (a small problem): with nonfinite='inf' (the default of steps='auto') a difference
+    point in the region gives the one-sided difference on the other side, and the run converges to x = 0.5 (it failed
+    with "the precision phase's difference gradients are not finite"); with nonfinite='raise' the user's function's
+    NaN is a NonFiniteValueError naming the point and the function, never a numpy error."""
+    import zoframe
+    from zoframe.driver import RunFailedError
+
+    prob = _nan_region(where)
+    res = zoframe.minimize(prob, solver, rng=0, max_calls=20_000)
+    assert res.status is zoframe.Status.CONVERGED, res.message
+    np.testing.assert_allclose(res.x, 0.5, atol=1e-9)
+    with pytest.raises(RunFailedError) as info:
+        zoframe.minimize(prob, solver, rng=0, max_calls=20_000, nonfinite="raise")
+    cause = info.value.__cause__
+    assert isinstance(cause, NonFiniteValueError), cause
+    assert "at the point" in str(cause) and f"{where} function returned nan" in str(cause)
+
+
+@pytest.mark.parametrize("nonfinite", ["inf", "raise"])
+@pytest.mark.parametrize("solver", ["adszog", "dszog"])
+@pytest.mark.parametrize("where", ["objective", "constraint"])
+def test_nan_regions_through_the_penalty_phase_and_the_restoration(solver: str, where: str, nonfinite: str) -> None:
+    """The same boundary problem with 400 more (inactive) constraints and small_problem=0: the penalty phase, the
+    restoration and the precision phase meet the region at their trial and difference points. A Result (a failed trial
+    shortens a step or turns a difference one-sided), or zoframe's NonFiniteValueError naming the point under
+    nonfinite='raise'; never a numpy or Python error from inside the library."""
+    import zoframe
+    from zoframe.driver import RunFailedError
+
+    prob = _nan_region(where, d=3, m_extra=400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            res = zoframe.minimize(prob, solver, rng=1, max_calls=200_000, small_problem=0, nonfinite=nonfinite)  # type: ignore[arg-type]
+        except RunFailedError as exc:
+            assert nonfinite == "raise" and isinstance(exc.__cause__, NonFiniteValueError), exc
+            assert "at the point" in str(exc.__cause__)
+            return
+    assert np.isfinite(res.x).all() and res.max_violation is not None
+    if res.status is zoframe.Status.CONVERGED:
+        np.testing.assert_allclose(res.x, 0.5, atol=1e-6)
+
+
+def test_a_restoration_round_that_lands_in_a_nan_region_goes_half_back() -> None:
+    """nonfinite='inf': a restoration round whose point has a non-finite constraint value (the previous round's step
+    went into the region) is taken half back toward the best point the rounds measured, as a round of its own."""
+    from zoframe.oracle import CountingOracle
+    from zoframe_constrained.restoration import Restoration, RestorationState
+    from zoframe_constrained.solvers import ADSZOG
+
+    prob = _nan_region("constraint", d=3, m_extra=10)
+    solver = ADSZOG(small_problem=0)
+    oracle = CountingOracle(prob, nonfinite="inf")
+    st0 = solver.init(oracle, np.zeros(3), np.random.default_rng(0))
+    pen = st0.inner
+    best = np.array([0.4, 0.4, 0.4])
+    st = RestorationState(x=np.array([0.9, 0.4, 0.4]), penalty=pen, violation=0.1, rounds=1,
+                          restore_best=(best, np.array(0.0)))  # fmt: skip
+    out = Restoration("restoration", solver).step(oracle, st, np.random.default_rng(0))
+    np.testing.assert_allclose(out.x, [0.65, 0.4, 0.4])
+    assert out.rounds == 2 and out.failed == 1

@@ -76,9 +76,14 @@ def test_scaled_variables_cost_about_the_same(solver: str) -> None:
 
 
 def test_the_scales_follow_the_box_and_the_start() -> None:
-    x0 = np.array([0.0, 5000.0, -3e-4, 2.0, 7.0])
-    lo = np.array([-1.0, 100.0, -1e-3, -np.inf, 6.0])
-    hi = np.array([1.0, 10_000.0, 1e-3, 4.0, np.inf])
+    """|x0_i| without a floor of 1; an entry at 0 gets the typical size of the others (the median of the nonzero ones);
+    an entry far below that typical size gets 1e-4 of it; a finite box narrower than the magnitude gives its width."""
+    x0 = np.array([0.0, 5000.0, -3e-4, 2.0, 7.0, 0.05, 1e-12])
+    lo = np.array([-1.0, 100.0, -1e-3, -np.inf, 6.0, -np.inf, -np.inf])
+    hi = np.array([1.0, 10_000.0, 1e-3, 4.0, np.inf, np.inf, np.inf])
     c = variable_scales(x0, lo, hi)
-    # width 2 > max(1, 0) = 1: the magnitude; 9900 > 5000: the magnitude; 2e-3 < 1: the width; one-sided: the magnitude
-    np.testing.assert_allclose(c, [1.0, 5000.0, 2e-3, 2.0, 7.0])
+    typical = float(np.median(np.abs(x0[x0 != 0])))  # 1.025 (the six nonzero entries)
+    # 0: the typical size (the box of width 2 is wider); 5000 (the box is wider); 2e-3, the box, narrower than 3e-4?
+    # no: |x0| = 3e-4 is narrower than the width 2e-3, so the magnitude; 2; 7; 0.05 (below 1: no floor of 1);
+    # 1e-12: at least 1e-4 of the typical size
+    np.testing.assert_allclose(c, [typical, 5000.0, 3e-4, 2.0, 7.0, 0.05, 1e-4 * typical])

@@ -310,6 +310,8 @@ class PenaltyFields:
 
     Hand-backs from a stalled precision phase: ``retries`` (how many so far) and ``carried`` (the best point
     of those precision phases and ``[f, max violation]`` there, which the next precision phase starts with).
+    ``x_start``: the run's starting point, whose entries give the precision phase its variables' scales (the
+    point handed over has entries near 0 by chance, which say nothing of a variable's size).
 
     ``x_feasible`` and the ``feasible_*`` fields: the last feasible snapshot (``restore_every``,
     :func:`zoframe_constrained.restoration.snapshot`).
@@ -331,6 +333,7 @@ class PenaltyFields:
     diverged: str = ""
     retries: int = 0
     carried: tuple[Array, Array] | None = None
+    x_start: Array | None = None
     x_feasible: Array | None = None
     feasible_violation: float = math.nan
     feasible_checked: int = 0
@@ -430,7 +433,8 @@ class PenaltyPhase:
         previous = carry.extras.get("penalty")
         if previous is not None:
             return self.resume(oracle, previous, carry)
-        return self.begin(oracle, carry.x, rng)
+        st = self.begin(oracle, carry.x, rng)
+        return _copy_state(type(st), st, x_start=np.array(carry.x, dtype=np.float64, copy=True))
 
     def begin(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> Any:
         """The first state at ``x0`` (Alg. 1 l.1-2, and l.3 for ADSZOG)."""
@@ -737,7 +741,11 @@ class PenaltyPhase:
 
         Stationary: the step length fell below ``switch_tol * max(1, |w|_inf)`` three restarts in a row. A
         stationary phase within ``restore_band`` of the feasible set (sampled), or with no room left to raise
-        ``beta``, hands over (``restore_final``); one farther away raises ``beta`` and goes on. Otherwise the
+        ``beta``, hands over (``restore_final``); one farther away raises ``beta`` and goes on. A runaway: ``beta`` is
+        at ``beta_max`` and the sampled violation at the end of a continuation window is no lower than at its start
+        (the penalty has no strength left to raise and the violation grows): as after a blow-up, the precision phase
+        starts from the best feasible sample (``blown``), or without one the restoration from the last iterate;
+        the message says at which step and evaluation, with which violation and ``|w|``. Otherwise the
         solver's budget rules are asked: the reserve of the final restoration reached
         (:meth:`_PenaltyMinimax.reserve_reached`), or the phase's share of ``max_calls`` spent
         (:meth:`_PenaltyMinimax.handover_due`).
@@ -761,13 +769,27 @@ class PenaltyPhase:
             if not stationary:  # restart the step length: a fresh estimate may still find a decrease
                 alpha = max(self.first_length(w, oracle) * 1e-3, 10.0 * s.switch_tol * scale)
         win_t0, win_v0 = int(st.win_t0), float(st.win_v0)
+        runaway = ""
         if s.continuing and viol > s.tol and t - win_t0 >= s.stall_window:
             if viol > 0.5 * win_v0 and beta < s.beta_max:  # the violation stalls: raise the penalty
                 beta = min(beta * s.beta_growth, s.beta_max)
                 alpha = max(alpha, self.first_length(w, oracle) * 1e-2)
                 stationary, stalls = False, 0
+            elif beta >= s.beta_max and viol >= win_v0:  # no penalty left to raise, and the violation grows: a runaway
+                runaway = (
+                    f"the penalty phase ran away at step {t} ({oracle.calls} evaluations): beta is at beta_max = "
+                    f"{s.beta_max:g} and the sampled violation grew from {win_v0:.3g} (step {win_t0}) to {viol:.3g}, "
+                    f"|w|_inf = {float(np.abs(w).max()):.3g}"
+                )
             win_t0, win_v0 = t, viol
-        if stationary:
+        if runaway:  # as the blow-up guard: the best feasible sample, else the restoration from the last iterate
+            best = new.get("best_x", st.best_x)
+            if best is not None:
+                x = np.array(best, copy=True)
+                new.update(x=x, blown=f"{runaway}; restarted from its best feasible sample")
+            else:
+                new.update(restore_final=True, handover=f"{runaway}; no feasible sample was seen: the restoration from the last iterate")
+        elif stationary:
             if viol <= s.restore_band or not s.continuing or beta >= s.beta_max:
                 close = viol <= s.restore_band
                 new.update(

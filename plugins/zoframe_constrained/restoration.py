@@ -269,8 +269,9 @@ def snapshot(oracle: CountingOracle, state: StateT, settings: RestoreSettings, r
 class RestorationState:
     """The restoration phase between rounds: the point ``x``, the max ``violation`` measured by the last round and
     how many constraints measured it (``checked``), the ``rounds`` so far, the last step's active set
-    (``restore_active``), the best measured point of the rounds and its violation (``restore_best``), and the
-    penalty phase's state it started from (``penalty``: its ``p``, its snapshot and its reasons for handing over)."""
+    (``restore_active``), the best measured point of the rounds and its violation (``restore_best``), the rounds
+    whose point met a non-finite value and were taken half back (``failed``), and the penalty phase's state it
+    started from (``penalty``: its ``p``, its snapshot and its reasons for handing over)."""
 
     x: Array
     penalty: Any
@@ -279,6 +280,7 @@ class RestorationState:
     rounds: int = 0
     restore_active: IntArray | None = None
     restore_best: tuple[Array, Array] | None = None
+    failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -297,9 +299,22 @@ class Restoration:
     def step(self, oracle: CountingOracle, st: RestorationState, rng: np.random.Generator) -> RestorationState:
         settings = self.solver.restore_settings()
         start = st.restore_active if st.rounds > 0 else st.penalty.feasible_active  # a snapshot's A, if any
-        w, violation, checked, active = restore_round(oracle, st.x, start, rng, settings)
-        rounds = st.rounds + 1
         best = st.restore_best  # (point, its violation): the best measured point of the rounds
+        try:
+            w, violation, checked, active = restore_round(oracle, st.x, start, rng, settings)
+        except NonFiniteValueError:
+            # nonfinite="inf": the last round's step (or a difference point around its end) reached a region where a
+            # constraint is not finite (a failed trial): half the step back toward the best measured point, as a
+            # round; under nonfinite="raise" the oracle's error (naming the point and the function) goes to the user
+            if oracle.nonfinite != "inf" or best is None:
+                raise
+            back = np.asarray(best[0], dtype=np.float64) + 0.5 * (st.x - np.asarray(best[0], dtype=np.float64))
+            out = dataclasses.replace(st, x=back, rounds=st.rounds + 1, violation=float(best[1]),
+                                      failed=st.failed + 1)  # fmt: skip
+            if out.rounds >= settings.rounds:  # never end worse than the best round
+                out = dataclasses.replace(out, x=np.array(best[0], copy=True))
+            return out
+        rounds = st.rounds + 1
         if best is None or violation < float(best[1]):  # the violation of this round is measured at st.x
             best = (np.array(st.x, copy=True), np.array(violation))
         out = dataclasses.replace(

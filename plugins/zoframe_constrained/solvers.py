@@ -69,12 +69,17 @@ from zoframe_constrained.precision import (
     BUDGET,
     CONVERGED,
     DIVERGED,
+    NOISE_LIMITED,
     RUNNING,
     STALLED,
+    WHY_CRUMBS,
+    WHY_NONFINITE,
     PrecisionPhase,
     PrecisionPhaseState,
     PrecisionSettings,
     describe,
+    floor_words,
+    noise_words,
 )
 from zoframe_constrained.restoration import Restoration, RestorationState, RestoreSettings
 
@@ -93,7 +98,8 @@ PHASES: dict[int, str] = dict(enumerate((PENALTY, RESTORATION, PRECISION, FROM_X
 PForm = Literal["auto", "dense", "sparse"]
 StepMode = Literal["auto", "paper"]
 
-_STALL_TEXT = "four line searches in a row, the last ones with B reset"
+_STALL_TEXT = "no decrease of the merit along the QP step: four line searches in a row, the last ones with B reset"
+_CRUMBS_TEXT = "progress by crumbs: the accepted steps cut below a tenth of the QP step, three times ten iterations in a row"
 
 
 @dataclass(frozen=True)
@@ -500,16 +506,21 @@ class _PenaltyMinimax(PhasedSolver):
         A stall hands back to the penalty phase while :meth:`hands_back` allows (it resumes from the phase's best
         feasible point, with a stronger penalty when there is none, and hands over again by the usual rules: its
         share of the budget is ``penalty_share`` of what is left, :meth:`handover_due`); otherwise the phase's end
-        is the run's: ``CONVERGED`` when its KKT test passed (the certificate then decides ``success``), else
-        ``DIVERGED``, ``BUDGET`` or ``FAILED`` with the best feasible point.
+        is the run's: ``CONVERGED`` when its KKT test passed, or at the rounding of the values (the certificate then
+        decides ``success``), ``NOISE_LIMITED`` at the noise floor (the residual reached, the noise estimated, the
+        best tolerance the values support), else ``DIVERGED``, ``BUDGET`` or ``FAILED`` with the best feasible point.
+        A noise floor never hands back: the penalty phase's values are no less noisy.
         """
         ps = st.ps
         if ps.status == RUNNING:
             return None
+        stall = _STALL_TEXT if ps.why != WHY_CRUMBS else _CRUMBS_TEXT
+        if ps.why == WHY_NONFINITE:
+            stall = "the difference points of a coordinate gave no finite value on either side, down to a step 1000 times shorter"
         if ps.status == STALLED and self.hands_back(oracle):
             return PhaseEnd(
                 End.NEXT,
-                f"the precision phase stalled ({_STALL_TEXT}) after {ps.it} iteration(s) with more than a quarter of the "
+                f"the precision phase stalled ({stall}) after {ps.it} iteration(s) with more than a quarter of the "
                 "budget left: handed back to the penalty phase from its best feasible point"
                 + ("" if ps.best_x.shape[0] else " (none: where it stalled, with beta raised)"),
                 to=PENALTY,
@@ -519,15 +530,28 @@ class _PenaltyMinimax(PhasedSolver):
         if retries:
             text += f" ({retries} earlier stall(s) of the precision phase handed back to the penalty phase)"
         if ps.status == CONVERGED:
+            if ps.kkt > self.kkt_tol:  # at the noise floor, where the noise is the rounding of the values
+                return PhaseEnd(
+                    End.CONVERGED,
+                    f"converged at the rounding of the values ({floor_words(ps, self.kkt_tol)}; max violation over all m "
+                    f"{ps.violation:.2g} <= {self.tol:g}) in the {text}",
+                )
             return PhaseEnd(
                 End.CONVERGED,
                 f"stationarity test passed (KKT residual {ps.kkt:.2g} <= kkt_tol = {self.kkt_tol:g}, max violation over "
-                f"all m {ps.violation:.2g} <= {self.tol:g}, step or predicted change below xtol / ftol) in the {text}",
+                f"all m {ps.violation:.2g} <= {self.tol:g}, step or predicted change below xtol / ftol or the noise) in "
+                f"the {text}",
             )
         feasible = (
             f"returned: the best point seen with a max violation <= {self.tol:g} (full pass)" if ps.best_x.shape[0]
             else "no feasible point was seen"
         )  # fmt: skip
+        if ps.status == NOISE_LIMITED:
+            return PhaseEnd(
+                End.NOISE_LIMITED,
+                f"noise-limited: {floor_words(ps, self.kkt_tol)}; max violation over all m {ps.violation:.2g} at the "
+                f"point returned; no stationarity certificate at kkt_tol; in the {text}",
+            )
         if ps.status == DIVERGED:
             limit = self.precision_settings().limit
             return PhaseEnd(End.DIVERGED, f"the precision phase diverged (|x| beyond {limit:.3g}); {feasible}; {text}")
@@ -535,8 +559,7 @@ class _PenaltyMinimax(PhasedSolver):
             return PhaseEnd(End.BUDGET, f"the budget left is below one precision iteration; no stationarity certificate; {feasible}; {text}")
         return PhaseEnd(
             End.FAILED,
-            f"the precision phase stalled (no decrease of the merit along the QP step, {_STALL_TEXT}); no stationarity "
-            f"certificate; {feasible}; {text}",
+            f"the precision phase stalled ({stall}); no stationarity certificate; {feasible}; {text}",
         )
 
     # ------------------------------------------------------------------ reports
@@ -581,6 +604,7 @@ class _PenaltyMinimax(PhasedSolver):
                 f"switch to the precision phase after {ps.before} evaluations ({inner.why}); "
                 f"{ps.it} precision iterations, {ps.spent} evaluations"
             )
+            extra.append(f"precision phase: {noise_words(ps)}")
         retries = int(self.penalty_state(state).retries)
         if retries:
             extra.append(f"{retries} stall(s) of the precision phase handed back to the penalty phase")
