@@ -30,7 +30,10 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-__all__ = ["add_reduce", "ascent_sparse", "lagrangian_sums", "pz_ema_sparse", "pz_project_average_sparse", "sample_sparse", "threshold"]
+__all__ = [
+    "add_reduce", "ascent_sparse", "lagrangian_sums", "pz_ema_sparse", "pz_project_average_sparse", "sample_sparse",
+    "subset_first", "threshold",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -84,6 +87,28 @@ def sample_sparse(support: Any, values: Any, floor: float, m: int, u: Any) -> An
             nxt = support[k + 1] if k + 1 < n else m
             j = min(j, nxt - 1)
         out[i] = min(max(j, 0), m - 1)
+    return out
+
+
+@_jit
+def subset_first(u: Any, n: int, j: int) -> Any:
+    """:func:`zoframe_constrained.simplex._first_distinct`: the first ``j`` distinct ``floor(u n)``
+    in the order of ``u``, sorted (one mark per index, read in order)."""
+    seen = np.zeros(n, dtype=np.bool_)
+    c = 0
+    for i in range(u.shape[0]):
+        v = int(u[i] * n)
+        if not seen[v]:
+            seen[v] = True
+            c += 1
+            if c == j:
+                break
+    out = np.empty(c, dtype=np.intp)
+    c = 0
+    for v in range(n):
+        if seen[v]:
+            out[c] = v
+            c += 1
     return out
 
 

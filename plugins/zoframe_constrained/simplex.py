@@ -80,6 +80,7 @@ __all__ = [
     "sample_sparse",
     "simplex_threshold",
     "sparsify",
+    "uniform_subset",
 ]
 
 #: thresholds beyond this mean values near 2**52, where a unit of mass is lost to rounding
@@ -516,6 +517,91 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
         res: IntArray = np.where(odd, fix, out)
         return res
     out[j] = fix
+    return out
+
+
+# ---------------------------------------------------------------------- uniform batches (M1, M3)
+def uniform_subset(n: int, k: int, rng: np.random.Generator, *, compiled: bool = False) -> IntArray:
+    """``k`` distinct indices of ``0..n-1``, every ``k``-subset equally likely, in increasing order (read-only).
+
+    The uniform batches of DSZOG / ADSZOG (ICML 2022, Alg. 1 l.9 and l.11: index *sets* ``M1 subset [n]``,
+    ``M3 subset [m]``, drawn uniformly without replacement). The set is the first ``j`` distinct values of
+    an i.i.d. sequence of uniform indices ``floor(u_i n)`` (``u_i`` from one vectorised ``rng.random`` call
+    per round), with ``j = k``, or for ``k > n / 2`` ``j = n - k`` and the set its complement. A round draws
+    ``j`` indices when ``4 j < n`` (no more are needed with probability about ``exp(-j^2 / (2 n))``), else
+    the expected number of draws for ``j`` distinct values, ``n log(n / (n - j))``, plus four standard
+    deviations (``4 sqrt(n)``); while fewer than ``j`` distinct values have come, another round draws as
+    many as are missing. The distinct values of an i.i.d. uniform sequence, stopped by a rule that looks at
+    their number only, form a uniform subset (the law is invariant under any permutation of ``0..n-1``),
+    and so does the complement of one; ``floor(u n)`` of a 53-bit uniform ``u`` is uniform on ``0..n-1``
+    to a relative ``n 2^-53``.
+
+    The batches are sorted sets: the order of the draws plays no part in the estimates' sums. ``compiled``:
+    for ``4 j >= n``, the compiled kernel (``ZOFRAME_KERNEL``): the same indices from the same variates in
+    one call per round (for ``4 j < n`` numpy's sort is the faster one). ``k == n`` is the whole range (no draw); ``k > n`` raises :class:`ValueError`.
+    """
+    if k >= n:
+        if k > n:
+            raise ValueError(f"cannot draw {k} distinct indices out of {n}")
+        whole = np.arange(n, dtype=np.intp)
+        whole.setflags(write=False)
+        return whole
+    j = min(k, n - k)
+    if 4 * j < n:  # numpy's sort of a few hundred integers beats a compiled one: no kernel here
+        v = rng.random(j)
+        v *= n  # u n, element for element
+        out: IntArray = _distinct_draws(v)
+        while out.shape[0] < j:  # as many more draws as values are missing
+            more = rng.random(j - out.shape[0])
+            more *= n
+            v = np.concatenate((v, more))
+            out = _distinct_draws(v)
+    else:
+        fn = _compiled("subset_first") if compiled else None
+        u = rng.random(_first_round(n, j))
+        while True:
+            out = fn(u, n, j) if fn is not None else _first_distinct(u, n, j)
+            if out.shape[0] >= j:
+                break
+            u = np.concatenate((u, rng.random(j - out.shape[0])))
+    if j < k:  # the complement of the j-set
+        rest = np.ones(n, dtype=bool)
+        rest[out] = False
+        out = np.flatnonzero(rest).astype(np.intp, copy=False)
+    out.setflags(write=False)
+    return out
+
+
+def _first_round(n: int, j: int) -> int:
+    """Draws of the first round for ``j`` distinct values out of ``n`` (``4 j >= n``, ``j <= n / 2``)."""
+    return j + math.ceil(n * math.log(n / (n - j)) - j + 4.0 * math.sqrt(n))
+
+
+def _distinct_draws(v: Array) -> IntArray:
+    """The distinct values of ``floor(v)`` for ``v = u n``, sorted (:func:`uniform_subset`, ``4 j < n``).
+    ``u <= 1 - 2^-53`` and ``n < 2^53`` round ``u n`` below ``n``: the values lie in ``0..n-1``."""
+    t = v.astype(np.intp)  # truncation: floor of a non-negative number
+    t.sort()
+    if t.shape[0] > 1 and np.count_nonzero(t[1:] == t[:-1]):
+        keep = np.empty(t.shape[0], dtype=bool)
+        keep[0] = True
+        np.not_equal(t[1:], t[:-1], out=keep[1:])
+        t = t[keep]
+    return t
+
+
+def _first_distinct(u: Array, n: int, j: int) -> IntArray:
+    """The first ``j`` distinct values of ``min(floor(u n), n - 1)`` in the order of ``u`` (fewer when ``u``
+    has fewer), sorted (:func:`uniform_subset`, ``4 j >= n``): each index's first draw, then the ``j``
+    indices drawn first."""
+    r = u.shape[0]
+    t = (u * n).astype(np.intp)  # in 0..n-1, as in _distinct_draws
+    first = np.full(n, r, dtype=np.intp)  # r: never drawn
+    np.minimum.at(first, t, np.arange(r))
+    cut = min(int(np.partition(first, j - 1)[j - 1]), r - 1)
+    out: IntArray = np.flatnonzero(first <= cut)
+    if out.dtype != np.intp:
+        out = out.astype(np.intp)
     return out
 
 
