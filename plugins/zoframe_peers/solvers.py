@@ -668,7 +668,9 @@ class _ScipySession(_Session):
         self._full: Callable[..., tuple[float, Array | None]] | None = getattr(oracle, "evaluate_full", None)
         self.chunk = chunk
         self._bounds = _box(oracle)  # the box is fixed for the run: computed once, not per point
-        self._last: tuple[bytes, float, Array | None] | None = None
+        #: the point asked last (its bytes) and its f (its constraints are :attr:`_g`)
+        self._last_key = b""
+        self._last_f = math.nan
         self._g: Array | None = None  # the constraint values of the point asked last
         self.bridge: _ThreadBridge | None = None
         self._run_peer = run_peer
@@ -715,9 +717,8 @@ class _ScipySession(_Session):
         if type(x) is not np.ndarray or x.dtype is not _F64:
             x = np.asarray(x, dtype=np.float64)
         key = x.tobytes()
-        last = self._last
-        if last is not None and last[0] == key:
-            return last[1]  # and _g is still this point's
+        if key == self._last_key:
+            return self._last_f  # and _g is still this point's
         bounds = self._bounds
         # the oracle copies the point it evaluates, the best point keeps a copy: no copy here
         xp = x if bounds is None else np.clip(x, bounds[0], bounds[1])
@@ -755,7 +756,8 @@ class _ScipySession(_Session):
                 v = float(_violations(g[None, :], self.m_eq)[0]) if self.m_eq else max(float(g.max()), 0.0)
                 self.best.observe_one(xp, f, v)
                 self._append_one(f, g)
-        self._last = (key, f, g)
+        self._last_key = key
+        self._last_f = f
         self._g = g
         return f
 
