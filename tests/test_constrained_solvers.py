@@ -674,22 +674,27 @@ def test_batches_are_sorted_uniform_index_sets(solver: type) -> None:
     """M1 and M3 are :func:`uniform_subset` draws (one rng.random call each): sorted, distinct, read-only, and
     the same indices whether the kernel draws them or numpy does."""
     from zoframe_constrained import simplex
-    from zoframe_constrained.simplex import uniform_subset
+    from zoframe_constrained.simplex import uniform_subset, uniform_subsets
 
     prob, _, _ = convex_problem()
     oracle = CountingOracle(prob)
     M1, M3 = solver(M1=17, M3=23).phases(oracle)[0].batches(oracle, np.random.default_rng(4))
-    ref = np.random.default_rng(4)
-    assert np.array_equal(M1, uniform_subset(oracle.n, 17, ref)) and np.array_equal(M3, uniform_subset(oracle.m, 23, ref))
+    ref = uniform_subsets(oracle.n, 17, oracle.m, 23, np.random.default_rng(4))
+    assert np.array_equal(M1, ref[0]) and np.array_equal(M3, ref[1])
     for batch, size, total in ((M1, 17, oracle.n), (M3, 23, oracle.m)):
         assert batch.dtype == np.intp and not batch.flags.writeable and batch.shape == (size,)
         assert np.all(np.diff(batch) > 0) and batch[0] >= 0 and batch[-1] < total
     if simplex._K is not None:  # the compiled draws (both regimes: 4k < n and 4k >= n) give the same indices
-        for n, k in ((300, 23), (60, 17), (60, 45), (5, 5)):
+        sizes = ((300, 23), (60, 17), (60, 45), (5, 5), (20000, 128), (284, 128))
+        for n, k in sizes:
             for seed in range(20):
                 a = uniform_subset(n, k, np.random.default_rng(seed), compiled=True)
                 b = uniform_subset(n, k, np.random.default_rng(seed))
                 assert np.array_equal(a, b), (n, k, seed)
+                for n2, k2 in sizes:
+                    pair = uniform_subsets(n, k, n2, k2, np.random.default_rng(seed), compiled=True)
+                    ref = uniform_subsets(n, k, n2, k2, np.random.default_rng(seed))
+                    assert np.array_equal(pair[0], ref[0]) and np.array_equal(pair[1], ref[1]), (n, k, n2, k2, seed)
 
 
 def test_uniform_subsets_are_uniform() -> None:
@@ -697,7 +702,7 @@ def test_uniform_subsets_are_uniform() -> None:
     batch is the whole range without a draw."""
     from math import comb
 
-    from zoframe_constrained.simplex import uniform_subset
+    from zoframe_constrained.simplex import uniform_subset, uniform_subsets
 
     rng = np.random.default_rng(7)
     for n, k in ((9, 2), (6, 2), (6, 4), (5, 3)):  # 4k >= n (first distinct draws), k > n / 2 (complement)
@@ -716,6 +721,12 @@ def test_uniform_subsets_are_uniform() -> None:
         hits[uniform_subset(400, 10, rng)] += 1
     chi2 = float(((hits - 50.0) ** 2 / 50.0).sum())
     assert chi2 < 399 + 5 * np.sqrt(2 * 399)
+    pairs: dict[tuple[int, ...], int] = {}
+    for _ in range(200 * 36):  # two batches from one draw: each uniform, and independent of each other
+        a, b = uniform_subsets(4, 1, 9, 1, rng)
+        pairs[(int(a[0]), int(b[0]))] = pairs.get((int(a[0]), int(b[0])), 0) + 1
+    chi2 = sum((c - 200.0) ** 2 / 200.0 for c in pairs.values())
+    assert len(pairs) == 36 and chi2 < 35 + 5 * np.sqrt(2 * 35)
     state = rng.bit_generator.state
     assert np.array_equal(uniform_subset(7, 7, rng), np.arange(7)) and rng.bit_generator.state == state
 

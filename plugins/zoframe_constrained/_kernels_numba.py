@@ -9,6 +9,8 @@ the kernel (``tests/test_kernels.py``). The sums the numpy code used to take as 
 (the projection's threshold) are numpy's pairwise sums on both paths, so that they can be repeated
 here, and so that they no longer depend on the CPU's BLAS kernel.
 
+* :func:`subset_first`: a uniform batch ``M1`` / ``M3`` (DSZOG Alg. 1 l.5, l.7; ADSZOG Alg. 1 l.9, l.11) where
+  it is at least a quarter of its population: the first distinct indices of the uniforms, one mark per index;
 * :func:`sample_sparse`: ``M2 ~ p`` (DSZOG Alg. 1 l.6, ADSZOG Alg. 1 l.10), one binary search per draw;
 * :func:`pz_project_average_sparse`: ADSZOG Alg. 1 l.6-7 (projection with its threshold, averaging);
 * :func:`pz_ema_sparse`: ADSZOG Alg. 1 l.15 (the moving average of ``z_p``, new support entries merged);
@@ -19,7 +21,8 @@ here, and so that they no longer depend on the CPU's BLAS kernel.
 The floor + support form of p is compiled (the form ``p_form="auto"`` picks from 10,000 constraints on)
 and G_L from the same number of constraints on; the dense form of p keeps the numpy code, so that runs
 on small problems never import numba. Not compiled: the random draws, the user's functions and the
-counting oracle around them, the norms (``einsum``) and the state records.
+counting oracle around them, the norms (``einsum``), the state records, and the uniform batches that are a small
+part of their population (numpy's sort of a few hundred integers is the faster one there).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import numpy as np
 
 __all__ = [
     "add_reduce", "ascent_sparse", "lagrangian_sums", "pz_ema_sparse", "pz_project_average_sparse", "sample_sparse",
-    "subset_first", "threshold",
+    "subset_first", "subset_pair", "subset_sorted", "threshold",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -110,6 +113,54 @@ def subset_first(u: Any, n: int, j: int) -> Any:
             out[c] = v
             c += 1
     return out
+
+
+@_jit
+def subset_sorted(u: Any, n: int) -> Any:
+    """:func:`zoframe_constrained.simplex._distinct_draws` of ``u n``: the distinct ``floor(u n)``, sorted. The
+    variates are sorted by buckets (``floor(u k)`` of ``k`` buckets, then by insertion within a bucket:
+    expected linear time for uniforms); ``floor(u n)`` is non-decreasing in ``u``, so equal indices are
+    neighbours."""
+    k = u.shape[0]
+    count = np.zeros(k + 1, dtype=np.intp)
+    for i in range(k):
+        count[int(u[i] * k) + 1] += 1
+    for b in range(k):
+        count[b + 1] += count[b]
+    s = np.empty(k)
+    fill = count[:k].copy()
+    for i in range(k):
+        b = int(u[i] * k)
+        s[fill[b]] = u[i]
+        fill[b] += 1
+    for b in range(k):  # insertion sort within each bucket
+        for i in range(count[b] + 1, count[b + 1]):
+            x = s[i]
+            j = i - 1
+            while j >= count[b] and s[j] > x:
+                s[j + 1] = s[j]
+                j -= 1
+            s[j + 1] = x
+    out = np.empty(k, dtype=np.intp)
+    c = 0
+    for i in range(k):
+        t = int(s[i] * n)
+        if c == 0 or t != out[c - 1]:
+            out[c] = t
+            c += 1
+    return out[:c]
+
+
+@_jit
+def _subset_round(u: Any, n: int, j: int) -> Any:
+    return subset_sorted(u, n) if 4 * j < n else subset_first(u, n, j)
+
+
+@_jit
+def subset_pair(u: Any, r1: int, n1: int, j1: int, n2: int, j2: int) -> Any:
+    """The first rounds of :func:`zoframe_constrained.simplex.uniform_subsets` in one call: ``u[:r1]`` for the
+    first batch (``j1`` values out of ``n1``), the rest for the second (``j2`` out of ``n2``)."""
+    return _subset_round(u[:r1], n1, j1), _subset_round(u[r1:], n2, j2)
 
 
 # ---------------------------------------------------------------------- numpy's sums, the same rounding

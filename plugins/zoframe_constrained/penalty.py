@@ -70,7 +70,7 @@ from zoframe_constrained.simplex import (
     sample_dense,
     sample_sparse,
     sparsify,
-    uniform_subset,
+    uniform_subsets,
 )
 
 if TYPE_CHECKING:
@@ -611,12 +611,11 @@ class PenaltyPhase:
     def batches(self, oracle: CountingOracle, rng: np.random.Generator) -> tuple[IntArray, IntArray]:
         """``M1`` (data) and ``M3`` (constraints), uniform without replacement (Alg. 1 l.9, l.11: index sets).
 
-        :func:`~zoframe_constrained.simplex.uniform_subset`: sorted sets from one vectorised draw of uniforms
-        each, in the compiled kernel from :data:`SPARSE_AUTO_M` constraints on (where the rest of the step's
-        own work is compiled too); read-only."""
+        :func:`~zoframe_constrained.simplex.uniform_subsets`: sorted sets, both from one vectorised draw of
+        uniforms, in the compiled kernel from :data:`SPARSE_AUTO_M` constraints on (where the rest of the
+        step's own work is compiled too); read-only."""
         m1, _, m3 = self.solver.sizes(oracle)
-        big = oracle.m >= SPARSE_AUTO_M
-        return uniform_subset(oracle.n, m1, rng, compiled=big), uniform_subset(oracle.m, m3, rng, compiled=big)
+        return uniform_subsets(oracle.n, m1, oracle.m, m3, rng, compiled=oracle.m >= SPARSE_AUTO_M)
 
     # ------------------------------------------------------------------ steps="auto"
     def first_beta(self, oracle: CountingOracle, w: Array, c0: float, rng: np.random.Generator) -> float:

@@ -537,33 +537,56 @@ def uniform_subset(n: int, k: int, rng: np.random.Generator, *, compiled: bool =
     to a relative ``n 2^-53``.
 
     The batches are sorted sets: the order of the draws plays no part in the estimates' sums. ``compiled``:
-    for ``4 j >= n``, the compiled kernel (``ZOFRAME_KERNEL``): the same indices from the same variates in
-    one call per round (for ``4 j < n`` numpy's sort is the faster one). ``k == n`` is the whole range (no draw); ``k > n`` raises :class:`ValueError`.
+    the compiled kernel (``ZOFRAME_KERNEL``): the same indices from the same variates. ``k == n`` is the
+    whole range (no draw); ``k > n`` raises :class:`ValueError`. :func:`uniform_subsets`: two batches from
+    one call.
     """
+    u = rng.random(_first_count(n, k))
+    fn = _compiled("subset_first") if compiled and u.shape[0] and 4 * min(k, n - k) >= n else None
+    first = None if fn is None else fn(u, n, min(k, n - k))
+    return _subset(n, k, u, rng, first)
+
+
+def uniform_subsets(
+    n1: int, k1: int, n2: int, k2: int, rng: np.random.Generator, *, compiled: bool = False
+) -> tuple[IntArray, IntArray]:
+    """:func:`uniform_subset` of ``k1`` out of ``n1`` and of ``k2`` out of ``n2``, the first rounds of both from
+    one ``rng.random`` call (the first batch's variates, then the second's; further rounds, rare, the
+    first batch's before the second's). ``compiled``: both first rounds in one call of the kernel
+    (:func:`~zoframe_constrained._kernels_numba.subset_pair`), the same indices."""
+    r1 = _first_count(n1, k1)
+    u = rng.random(r1 + _first_count(n2, k2))
+    u1, u2 = u[:r1], u[r1:]
+    fn = _compiled("subset_pair") if compiled and u1.shape[0] and u2.shape[0] else None
+    if fn is None:
+        return _subset(n1, k1, u1, rng, None), _subset(n2, k2, u2, rng, None)
+    a1, a2 = fn(u, r1, n1, min(k1, n1 - k1), n2, min(k2, n2 - k2))
+    return _subset(n1, k1, u1, rng, a1), _subset(n2, k2, u2, rng, a2)
+
+
+def _first_count(n: int, k: int) -> int:
+    """The variates of the first round of :func:`uniform_subset` (0: the whole range, no draw)."""
     if k >= n:
         if k > n:
             raise ValueError(f"cannot draw {k} distinct indices out of {n}")
+        return 0
+    j = min(k, n - k)
+    return j if 4 * j < n else _first_round(n, j)
+
+
+def _subset(n: int, k: int, u: Array, rng: np.random.Generator, first: IntArray | None) -> IntArray:
+    """:func:`uniform_subset` from its first round's variates ``u`` (``first``: their distinct values as the
+    kernel found them, else found here), with the further rounds drawn from ``rng``."""
+    if k >= n:
         whole = np.arange(n, dtype=np.intp)
         whole.setflags(write=False)
         return whole
     j = min(k, n - k)
-    if 4 * j < n:  # numpy's sort of a few hundred integers beats a compiled one: no kernel here
-        v = rng.random(j)
-        v *= n  # u n, element for element
-        out: IntArray = _distinct_draws(v)
-        while out.shape[0] < j:  # as many more draws as values are missing
-            more = rng.random(j - out.shape[0])
-            more *= n
-            v = np.concatenate((v, more))
-            out = _distinct_draws(v)
-    else:
-        fn = _compiled("subset_first") if compiled else None
-        u = rng.random(_first_round(n, j))
-        while True:
-            out = fn(u, n, j) if fn is not None else _first_distinct(u, n, j)
-            if out.shape[0] >= j:
-                break
-            u = np.concatenate((u, rng.random(j - out.shape[0])))
+    few = 4 * j < n
+    out: IntArray = first if first is not None else (_distinct_draws(u * n) if few else _first_distinct(u, n, j))
+    while out.shape[0] < j:  # as many more draws as values are missing
+        u = np.concatenate((u, rng.random(j - out.shape[0])))
+        out = _distinct_draws(u * n) if few else _first_distinct(u, n, j)
     if j < k:  # the complement of the j-set
         rest = np.ones(n, dtype=bool)
         rest[out] = False
