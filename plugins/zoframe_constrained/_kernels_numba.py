@@ -258,52 +258,47 @@ def _max(v: Any, n: int) -> float:
 
 
 @_jit
-def _mean_tau(v: Any, buf: Any, n: int, floor_in: bool, n_floor: int) -> float:
+def _mean_tau(v: Any, n: int, floor_in: bool, n_floor: int) -> float:
     """``(sum - 1) / count`` over the first ``n`` entries of ``v``; with ``floor_in`` the last of them stands for
-    ``n_floor`` equal entries (``buf``, a copy of ``v``'s kept entries, gets the product v * count there: the
-    sum of ``simplex_threshold(v, counts)``)."""
+    ``n_floor`` equal entries: multiplied by its count in place for the sum and put back, as
+    :func:`zoframe_constrained.simplex._floor_threshold` does (the sum of ``simplex_threshold(v, counts)``)."""
     if floor_in:
-        buf[n - 1] = v[n - 1] * float(n_floor)
-        return (add_reduce(buf, n) - 1.0) / float(n - 1 + n_floor)
+        last = v[n - 1]
+        v[n - 1] = last * float(n_floor)
+        total = add_reduce(v, n)
+        v[n - 1] = last
+        return (total - 1.0) / float(n - 1 + n_floor)
     return (add_reduce(v, n) - 1.0) / float(n)
 
 
 @_jit
 def threshold(v: Any, n_floor: int) -> float:
     """:func:`zoframe_constrained.simplex._floor_threshold` (``n_floor > 0``: the last entry of ``v`` stands
-    for ``n_floor`` equal entries) or, with ``n_floor == 0``, ``simplex_threshold(v)``: the same passes and
-    the same sums (numpy's pairwise sum of the kept entries, the floor block's entry times its count),
-    hence the same value bit for bit. ``v`` is used as scratch (compacted in place)."""
+    for ``n_floor`` equal entries) or, with ``n_floor == 0``, ``simplex_threshold(v)``: the same candidate
+    sets and the same sums (numpy's pairwise sum of the kept entries, the floor block's entry times its
+    count), hence the same value bit for bit. One pass per round keeps (compacts in place) and counts the
+    entries above the current threshold, one more sums them. ``v`` is used as scratch."""
     n = v.shape[0]
     floor_in = n_floor > 0
-    buf = v.copy() if floor_in else v
-    mean_tau = _mean_tau(v, buf, n, floor_in, n_floor)
+    mean_tau = _mean_tau(v, n, floor_in, n_floor)
     tau = max(_max(v, n) - 1.0, mean_tau)
-    kept = 0
-    for i in range(n):
-        if v[i] > tau:
-            kept += 1
-    if kept == n:
-        return mean_tau
-    while kept:
-        last_in = floor_in and v[n - 1] > tau
+    first = True
+    while True:
+        last_in = floor_in and v[n - 1] > tau  # the floor block is the last entry while it is kept
         k = 0
         for i in range(n):
-            if v[i] > tau:
-                v[k] = v[i]
-                if floor_in:
-                    buf[k] = v[i]
+            x = v[i]
+            if x > tau:
+                v[k] = x
                 k += 1
+        if k == n:  # every entry kept: tau is final (at the first round the next pass would end at mean_tau)
+            return mean_tau if first else tau
+        if k == 0:  # empty only by rounding (values ~1e16): tau is exact enough
+            return tau
+        first = False
         floor_in = last_in
-        n = kept
-        tau = _mean_tau(v, buf, n, floor_in, n_floor)
-        kept = 0
-        for i in range(n):
-            if v[i] > tau:
-                kept += 1
-        if kept == n:
-            break
-    return tau
+        n = k
+        tau = _mean_tau(v, n, floor_in, n_floor)
 
 
 # ---------------------------------------------------------------------- ADSZOG: p and z_p, floor + support form
@@ -388,9 +383,28 @@ def pz_ema_sparse(
             gi[c] = idx[i]
             gg[c] = gain[i]
             c += 1
-    order = np.argsort(gi)
-    gi = gi[order]
-    gg = gg[order]
+    ordered = True
+    for j in range(1, npos):
+        if gi[j] < gi[j - 1]:
+            ordered = False
+            break
+    if not ordered:  # (the uniform batches come sorted)
+        order = np.argsort(gi)
+        gi = gi[order]
+        gg = gg[order]
+    n = support.shape[0]
+    pos = np.searchsorted(support, gi)
+    new = 0
+    for j in range(npos):
+        if pos[j] >= n or support[pos[j]] != gi[j]:
+            new += 1
+    if new == 0:  # every gain on the support already: z alone changes, in one pass (the same operations)
+        zn = np.empty(n)
+        for i in range(n):
+            zn[i] = s * z[i] + b * (nl * p[i])
+        for j in range(npos):
+            zn[pos[j]] += b * gg[j]
+        return support, p, zn, False
     union, src, where = _merge(support, gi)
     nu = union.shape[0]
     pn = np.empty(nu)
@@ -403,7 +417,7 @@ def pz_ema_sparse(
         zn[u] = s * zu + b * (nl * pu)
     for j in range(npos):
         zn[where[j]] += b * gg[j]
-    return union, pn, zn, nu != support.shape[0]
+    return union, pn, zn, True
 
 
 # ---------------------------------------------------------------------- DSZOG: the ascent step, floor + support form
