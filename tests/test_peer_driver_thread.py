@@ -286,6 +286,34 @@ def _observed(problem: Any, solver: Any, tmp: str, **kwargs: Any) -> tuple[Resul
         return exc.result, seen, f"{exc}; {type(exc.__cause__).__name__}: {exc.__cause__}"
 
 
+def _smooth_peers() -> dict[str, Any]:
+    """The peers of zoframe_peers.smooth that run a library's own loop in a scipy session (Py-BOBYQA if installed)."""
+    from zoframe_peers.smooth import LBFGSBFD, PyBOBYQA
+
+    out: dict[str, Any] = {"lbfgsb-fd": LBFGSBFD}
+    try:
+        import pybobyqa  # noqa: F401
+    except ImportError:
+        return out
+    out["pybobyqa"] = PyBOBYQA
+    return out
+
+
+@pytest.mark.parametrize("solver", sorted(_smooth_peers()))
+def test_the_smooth_peers_in_the_driver_thread_are_the_threaded_runs(solver: str) -> None:
+    """L-BFGS-B on differences and Py-BOBYQA (their sessions are scipy sessions too): the same Results, callback
+    calls and stops on both paths, a callback stop ending the library's run."""
+    cls = _smooth_peers()[solver]
+    threaded = cls(points_per_step=3)
+    here = threaded.unobserved_steps()
+    problem = _Rosenbrock(3, (-1.0, 0.8))
+    for extra in ({"max_calls": 300}, {"max_calls": 300, "stop_at": 4}, {"max_calls": 300, "max_iter": 3}):
+        (a, seen_a, err_a), (b, seen_b, err_b) = (_observed(problem, s, "", **dict(extra)) for s in (threaded, here))
+        gc.collect()
+        assert err_a == err_b == "" and seen_a == seen_b and seen_a, extra
+        _same_result(a, b)
+
+
 @pytest.mark.parametrize("solver", sorted(SCIPY))
 def test_observed_runs_in_the_driver_thread_are_the_threaded_runs(solver: str, tmp_path: object) -> None:
     """The default trace, a callback (reading every step, stopping the run, failing), max_iter, max_time and

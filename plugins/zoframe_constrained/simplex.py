@@ -109,9 +109,9 @@ _EINSUM: Callable[..., Any] = _c_einsum()
 #: the compiled kernel (:mod:`zoframe_constrained._kernels`, ``ZOFRAME_KERNEL``), or ``None`` for the numpy code
 _K: Any = _kernels.kernel()
 #: ``ZOFRAME_KERNEL=auto``: the numpy code for the first this many calls that could use the kernel in a process
-#: (about 2,500 sparse steps), the kernel after them. Loading numba and the cached kernel costs about 0.4 s of
-#: CPU, which the kernel's gain (about 50 us per breast-cancer step) repays after some 7,000 steps: short runs
-#: never pay it. Both paths give the same results bit for bit, so when the switch happens changes no result.
+#: (about 2,000 sparse ADSZOG steps, 2,500 DSZOG ones: five and four calls per step), the kernel after them.
+#: Loading numba and the cached kernel costs about 0.4 s of CPU, which the kernel's gain (about 50 us per
+#: breast-cancer step) repays after some 7,000 steps: short runs never pay it. Both paths give the same results bit for bit, so when the switch happens changes no result.
 AUTO_AFTER_CALLS = 10_000
 _AUTO: Any = _K if getattr(_K, "auto", False) else None
 _waited = 0
