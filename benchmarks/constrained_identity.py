@@ -8,7 +8,7 @@ beside it (hashed separately): their wording may change while the digest may not
 
 The runs (both solvers each, unless said):
 
-* ``bitid-*``: the cases of ``tests/test_constrained_bitidentity.py`` through ``zoframe.minimize`` (pairwise
+* ``bitid-*``: stored-iterate cases through ``zoframe.minimize`` (pairwise
   breast-cancer, pairwise a9a with 300 samples, fairness D1 with 300 samples; ``steps="paper"`` for 300
   iterations and ``"auto"`` for 150, ``p_form="dense"`` and ``"sparse"``, seeds 0 and 1; the a9a cases need
   ``ZOFRAME_DATA``);

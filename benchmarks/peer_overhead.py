@@ -1,6 +1,6 @@
 """Cost of running a peer through zoframe against calling the same peer directly.
 
-Target: a peer run through ``zoframe.minimize`` costs at most 1.1x the same peer called directly on
+Target: a peer run through ``zoframe.minimize`` costs at most 1.08x the same peer called directly on
 the same problem with the same budget. Both sides make the same evaluations (same start, same
 options, the budget in peer points: ``max_calls = points * (n + m)`` through zoframe, the peer's own
 evaluation limit directly; the direct side's function is the mean of all ``n`` components and, for a
@@ -12,9 +12,9 @@ zoframe's bridge alone:
 * the peer's bookkeeping: the repeated-point test, the clip into simple bounds, best point, replay log;
 * the driver loop: one step per ``points_per_step`` points (default ``10 (d + 1)``), and the
   default trace, what users run: records after the steps 1, 2, 3, 5, 7, 10, 15, ... (six per decade)
-  and the last. The scipy peers then run in a worker thread that hands control back to the driver
-  after each step; ``--no-trace`` (``record_every=0``: only the first and the last record) runs them
-  in the driver's thread (their ``unobserved_steps()`` copy: no thread, no handoffs);
+  and the last. The scipy peers run in the driver's thread (their ``unobserved_steps()`` copy: no
+  thread, no handoffs), the loop's work after a step done from inside scipy's calls; ``--no-trace``
+  (``record_every=0``: only the first and the last record) leaves the records out;
 * each run's fixed cost (building the run, the trace records, the BLAS thread limit, the result).
 
 Cases (problem, peer, points):

@@ -48,6 +48,17 @@ def test_headline_when_one_side_never_reaches_the_target(peers: ModuleType) -> N
     assert head["speedup_adszog_vs_best_peer"] is None and head["speedup_lower_bound"] is None
 
 
+def test_the_defaults_headline_compares_adszog_defaults_alone(peers: ModuleType) -> None:
+    """``adszog-defaults`` is an adszog variant (never a peer); the defaults' headline leaves the other variants out."""
+    medians = {"adszog-defaults": 0.5, "adszog": 0.1, "slsqp-fd": 2.0, "zoframe-slsqp-fd": 1.0}
+    head = peers.best_peer_ratio(medians, budget=60.0)
+    assert head["best_adszog"] == "adszog" and head["best_peer"] == "zoframe-slsqp-fd"
+    peers_only = {k: v for k, v in medians.items() if k not in peers.ZOFRAME}
+    alone = peers.best_peer_ratio({**peers_only, "adszog-defaults": 0.5}, budget=60.0)
+    assert alone["best_adszog"] == "adszog-defaults" and alone["speedup_adszog_vs_best_peer"] == pytest.approx(2.0)
+    assert "adszog-defaults" in peers.METHODS and "adszog-defaults" in peers.ZOFRAME
+
+
 def test_defaults_include_slsqp_fd(peers: ModuleType) -> None:
     args = peers.parse_args([])
     assert "slsqp-fd" in args.methods and "adszog" in args.methods
@@ -97,6 +108,10 @@ def test_final_line_is_json_with_the_headline(peers: ModuleType, capsys: pytest.
     # the best peer is the fastest of those that reached the target (None if neither did in 1 s)
     assert head["best_peer"] == (min(reached, key=reached.__getitem__) if reached else None)
     assert head["best_adszog"] is None and head["speedup_adszog_vs_best_peer"] is None  # adszog was not run
+    assert head["defaults_to_target"] is None and head["defaults_to_optimum"] is None  # nor were its defaults
+    assert entry["optimum_f0"] == pytest.approx(entry["reference_f0"] * (1 + peers.OPT_REL))
+    for name in ("slsqp-fd", "zoframe-slsqp-fd"):  # timed to the white-box optimum too (None: not in 1 s)
+        assert "median_time_to_optimum" in entry["methods"][name] and len(entry["methods"][name]["times_to_optimum"]) == 1
     d = entry["d"]
     for name in ("slsqp-fd", "zoframe-slsqp-fd"):
         run = entry["methods"][name]["runs"][0]

@@ -8,13 +8,14 @@ unless a test says otherwise); the default scale-free rule is tested in
 from __future__ import annotations
 
 from typing import Any
+import warnings
 
 import cvxpy as cp
 import numpy as np
 import pytest
 
 import zoframe
-from zoframe.errors import InvalidInputError, InvalidParameterError, NonFiniteValueError
+from zoframe.errors import EstimatorUnderflowWarning, InvalidInputError, InvalidParameterError, NonFiniteValueError
 from zoframe.oracle import CountingOracle
 from zoframe_constrained.solvers import ADSZOG, DSZOG
 
@@ -375,7 +376,9 @@ def test_restoration_keeps_the_objective_on_breast_cancer_pairwise() -> None:
 def test_divergence_is_reported_with_what_to_change() -> None:
     """Plain DSZOG with a fixed step too large for the penalty blows up: the run stops DIVERGED, with advice."""
     prob = zoframe.default_registry().make_problem("gen")
-    r = minimize(prob, "dszog", rng=0, max_iter=300, record_every=0, eta_w=0.05, lam=1e-6)
+    with warnings.catch_warnings():  # on the way out, |w| ~ 1e10 may underflow the differences first: said, not fatal
+        warnings.simplefilter("ignore", EstimatorUnderflowWarning)
+        r = minimize(prob, "dszog", rng=0, max_iter=300, record_every=0, eta_w=0.05, lam=1e-6)
     assert r.status is zoframe.Status.DIVERGED and not r.success
     assert "diverged" in r.message and "lower eta_w" in r.message and "steps='auto'" in r.message
     assert r.nit < 300 and np.all(np.isfinite(r.x))
@@ -667,15 +670,65 @@ def test_restoration_after_snapshots_starts_from_the_snapshot_active_set() -> No
 
 
 @pytest.mark.parametrize("solver", [DSZOG, ADSZOG])
-def test_batches_are_the_rng_choice_draws_and_trusted_by_the_oracle(solver: type) -> None:
+def test_batches_are_sorted_uniform_index_sets(solver: type) -> None:
+    """M1 and M3 are :func:`uniform_subset` draws (one rng.random call each): sorted, distinct, read-only, and
+    the same indices whether the kernel draws them or numpy does."""
+    from zoframe_constrained import simplex
+    from zoframe_constrained.simplex import uniform_subset, uniform_subsets
+
     prob, _, _ = convex_problem()
     oracle = CountingOracle(prob)
     M1, M3 = solver(M1=17, M3=23).phases(oracle)[0].batches(oracle, np.random.default_rng(4))
-    ref = np.random.default_rng(4)
-    assert np.array_equal(M1, ref.choice(oracle.n, size=17, replace=False))
-    assert np.array_equal(M3, ref.choice(oracle.m, size=23, replace=False))
-    assert M1.dtype == np.intp and M3.dtype == np.intp
-    assert not M1.flags.writeable and not M3.flags.writeable  # drawn by oracle.sample: trusted, read-only
+    ref = uniform_subsets(oracle.n, 17, oracle.m, 23, np.random.default_rng(4))
+    assert np.array_equal(M1, ref[0]) and np.array_equal(M3, ref[1])
+    for batch, size, total in ((M1, 17, oracle.n), (M3, 23, oracle.m)):
+        assert batch.dtype == np.intp and not batch.flags.writeable and batch.shape == (size,)
+        assert np.all(np.diff(batch) > 0) and batch[0] >= 0 and batch[-1] < total
+    if simplex._K is not None:  # the compiled draws (both regimes: 4k < n and 4k >= n) give the same indices
+        sizes = ((300, 23), (60, 17), (60, 45), (5, 5), (20000, 128), (284, 128))
+        for n, k in sizes:
+            for seed in range(20):
+                a = uniform_subset(n, k, np.random.default_rng(seed), compiled=True)
+                b = uniform_subset(n, k, np.random.default_rng(seed))
+                assert np.array_equal(a, b), (n, k, seed)
+                for n2, k2 in sizes:
+                    pair = uniform_subsets(n, k, n2, k2, np.random.default_rng(seed), compiled=True)
+                    ref = uniform_subsets(n, k, n2, k2, np.random.default_rng(seed))
+                    assert np.array_equal(pair[0], ref[0]) and np.array_equal(pair[1], ref[1]), (n, k, n2, k2, seed)
+
+
+def test_uniform_subsets_are_uniform() -> None:
+    """Every k-subset equally likely (chi-square over all subsets, both regimes and the complement), and a full
+    batch is the whole range without a draw."""
+    from math import comb
+
+    from zoframe_constrained.simplex import uniform_subset, uniform_subsets
+
+    rng = np.random.default_rng(7)
+    for n, k in ((9, 2), (6, 2), (6, 4), (5, 3)):  # 4k >= n (first distinct draws), k > n / 2 (complement)
+        counts: dict[tuple[int, ...], int] = {}
+        draws = 200 * comb(n, k)
+        for _ in range(draws):
+            key = tuple(int(i) for i in uniform_subset(n, k, rng))
+            counts[key] = counts.get(key, 0) + 1
+        assert len(counts) == comb(n, k)
+        expected = draws / comb(n, k)
+        chi2 = sum((c - expected) ** 2 / expected for c in counts.values())
+        dof = comb(n, k) - 1
+        assert chi2 < dof + 5 * np.sqrt(2 * dof), (n, k, chi2, dof)
+    hits = np.zeros(400)
+    for _ in range(2000):  # 4k < n: i.i.d. draws with the repeated ones drawn again
+        hits[uniform_subset(400, 10, rng)] += 1
+    chi2 = float(((hits - 50.0) ** 2 / 50.0).sum())
+    assert chi2 < 399 + 5 * np.sqrt(2 * 399)
+    pairs: dict[tuple[int, ...], int] = {}
+    for _ in range(200 * 36):  # two batches from one draw: each uniform, and independent of each other
+        a, b = uniform_subsets(4, 1, 9, 1, rng)
+        pairs[(int(a[0]), int(b[0]))] = pairs.get((int(a[0]), int(b[0])), 0) + 1
+    chi2 = sum((c - 200.0) ** 2 / 200.0 for c in pairs.values())
+    assert len(pairs) == 36 and chi2 < 35 + 5 * np.sqrt(2 * 35)
+    state = rng.bit_generator.state
+    assert np.array_equal(uniform_subset(7, 7, rng), np.arange(7)) and rng.bit_generator.state == state
 
 
 @pytest.mark.parametrize("name", ["dszog", "adszog"])

@@ -10,6 +10,7 @@ bounded and constrained problems.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import threading
 from typing import Any
@@ -261,9 +262,98 @@ def test_minimize_runs_an_unobserved_peer_in_the_driver_thread(solver: str) -> N
     res = zoframe.minimize(problem, solver, rng=0, max_calls=300, record_every=0)
     assert not _peer_threads() - before  # no worker thread was started
     _same_result(res, _run(problem, SCIPY[solver](), max_calls=300))  # the threaded run, as given
-    # anything that reads the run between steps keeps the thread, with the same results where comparable
-    watched = zoframe.minimize(problem, solver, rng=0, max_calls=300, record_every=0, callback=lambda info: None)
-    _same_result(res, watched)
+    # what reads the run between steps (the default trace, a callback) runs in the driver's thread too
+    watched = zoframe.minimize(problem, solver, rng=0, max_calls=300, callback=lambda info: None)
+    assert not _peer_threads() - before
+    _same_result(watched, _run(problem, SCIPY[solver](), max_calls=300, record_every=None, callback=lambda info: None))
+
+
+def _observed(problem: Any, solver: Any, tmp: str, **kwargs: Any) -> tuple[Result, list[tuple[Any, ...]], str]:
+    """A run with the default trace and a callback that records what it sees (and may stop the run or fail);
+    its Result (a failed run's partial one), the callback's records and the error."""
+    seen: list[tuple[Any, ...]] = []
+    stop_at, fail_at = kwargs.pop("stop_at", None), kwargs.pop("fail_at", None)
+
+    def callback(info: Any) -> bool:
+        seen.append((info.nit, info.calls, np.array(info.x).tobytes(), None if info.measures is None else dict(info.measures)))
+        if fail_at is not None and info.nit == fail_at:
+            raise RuntimeError(f"the callback fails at iteration {info.nit}")
+        return stop_at is not None and info.nit >= stop_at
+
+    try:
+        return _run(problem, solver, record_every=None, callback=callback, **kwargs), seen, ""
+    except RunFailedError as exc:
+        return exc.result, seen, f"{exc}; {type(exc.__cause__).__name__}: {exc.__cause__}"
+
+
+def _smooth_peers() -> dict[str, Any]:
+    """The peers of zoframe_peers.smooth that run a library's own loop in a scipy session (Py-BOBYQA if installed)."""
+    from zoframe_peers.smooth import LBFGSBFD, PyBOBYQA
+
+    out: dict[str, Any] = {"lbfgsb-fd": LBFGSBFD}
+    try:
+        import pybobyqa  # noqa: F401
+    except ImportError:
+        return out
+    out["pybobyqa"] = PyBOBYQA
+    return out
+
+
+@pytest.mark.parametrize("solver", sorted(_smooth_peers()))
+def test_the_smooth_peers_in_the_driver_thread_are_the_threaded_runs(solver: str) -> None:
+    """L-BFGS-B on differences and Py-BOBYQA (their sessions are scipy sessions too): the same Results, callback
+    calls and stops on both paths, a callback stop ending the library's run."""
+    cls = _smooth_peers()[solver]
+    threaded = cls(points_per_step=3)
+    here = threaded.unobserved_steps()
+    problem = _Rosenbrock(3, (-1.0, 0.8))
+    for extra in ({"max_calls": 300}, {"max_calls": 300, "stop_at": 4}, {"max_calls": 300, "max_iter": 3}):
+        (a, seen_a, err_a), (b, seen_b, err_b) = (_observed(problem, s, "", **dict(extra)) for s in (threaded, here))
+        gc.collect()
+        assert err_a == err_b == "" and seen_a == seen_b and seen_a, extra
+        _same_result(a, b)
+
+
+@pytest.mark.parametrize("solver", sorted(SCIPY))
+def test_observed_runs_in_the_driver_thread_are_the_threaded_runs(solver: str, tmp_path: object) -> None:
+    """The default trace, a callback (reading every step, stopping the run, failing), max_iter, max_time and
+    checkpoints: the driver's-thread path (the loop's work done from inside scipy's calls) gives the threaded
+    run's Result, trace, callback calls, stops and errors; a stop ends scipy's run there (no thread left)."""
+    threaded, here = _both(solver, points_per_step=4)
+    problem = _Rosenbrock(4) if solver not in CONSTRAINED else BallConstrainedQuadratic(dim=3, n=2, seed=4)
+    variants: list[dict[str, Any]] = [
+        {"max_calls": 400}, {"max_calls": 400, "max_iter": 5}, {"max_calls": 400, "stop_at": 3},
+        {"max_calls": 400, "fail_at": 4}, {"max_calls": 400, "max_time": 1e-12}, {"max_calls": 10**4},
+        {"max_calls": 400, "nonfinite": "inf"},
+    ]
+    for extra in variants:
+        ends = []
+        for s in (threaded, here):
+            before = _peer_threads()
+            ends.append(_observed(problem, s, str(tmp_path), **dict(extra)))
+            gc.collect()  # a threaded run stopped early holds its paused thread (and COBYQA's lock) until freed
+            if s is here:
+                assert not _peer_threads() - before, extra
+        (a, seen_a, err_a), (b, seen_b, err_b) = ends
+        assert err_a == err_b and seen_a == seen_b and (bool(seen_a) or "max_time" in extra), (extra, err_a, err_b)
+        _same_result(a, b)
+        if "max_iter" in extra:
+            assert a.status is Status.MAX_ITER and a.nit == 5
+        if "stop_at" in extra:
+            assert a.nit == 3 and len(seen_a) == 3
+        if "fail_at" in extra:
+            assert "the callback fails at iteration 4" in err_a and a.nit == 4
+        if "max_time" in extra:  # init's own time is beyond it: the run stops before its first step
+            assert a.status is Status.MAX_TIME and a.nit == 0
+    # checkpoints every 2 steps, stopped at 5: the saved state resumes to the uninterrupted run on both paths
+    for s in (threaded, here):
+        path = f"{tmp_path}/{solver}-{s.in_driver_thread}"
+        part = _run(problem, s, max_calls=10**4, max_iter=5, checkpoint=path, checkpoint_every=2, record_every=None)
+        assert part.status is Status.MAX_ITER
+        gc.collect()
+        resumed = _run(problem, s, rng=None, max_calls=10**4, resume=path, record_every=None)
+        straight = _run(problem, s, max_calls=10**4, record_every=None)
+        assert np.array_equal(resumed.x, straight.x) and resumed.nfev == straight.nfev and resumed.nit == straight.nit
 
 
 def test_the_flag_is_no_parameter() -> None:

@@ -1,4 +1,5 @@
-"""``unobserved_steps()``: the driver swaps a solver for that copy only when nothing reads the run between steps."""
+"""``unobserved_steps()``: :func:`zoframe.minimize` runs a solver as that copy (whatever reads the run between steps:
+the loop drives it, see :class:`zoframe.run.RunLoop`); ask/tell and a watched ``build_run`` keep the solver as given."""
 
 from __future__ import annotations
 
@@ -82,11 +83,12 @@ def test_minimize_unwatched_and_unobserved_runs_the_copy() -> None:
         {"checkpoint": "CKPT"},
     ],
 )
-def test_anything_looking_between_steps_keeps_the_solver_as_given(kw: dict[str, Any], tmp_path: Any) -> None:
+def test_what_reads_the_run_between_steps_runs_the_copy_too(kw: dict[str, Any], tmp_path: Any) -> None:
     args: dict[str, Any] = {"rng": 0, "max_calls": 600, "record_every": 0, **kw}
     if args.get("checkpoint") == "CKPT":
         args["checkpoint"] = str(tmp_path / "ckpt")
-    assert not _solver_of(build_run(_prob(), Flagged(), watched=False, **args)).unobserved
+    assert _solver_of(build_run(_prob(), Flagged(), watched=False, **args)).unobserved
+    assert not _solver_of(build_run(_prob(), Flagged(), watched=True, **args)).unobserved
 
 
 def test_build_run_is_watched_by_default_and_ask_tell_keeps_the_solver() -> None:

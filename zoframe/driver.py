@@ -294,11 +294,10 @@ def build_run(
 
     ``watched`` (the default): the caller may look at the run between two steps (step it by hand,
     take a snapshot while it waits for values, as the ask/tell interface does), so the solver runs as
-    given. :func:`minimize` runs the loop to its end and passes ``False``; then, if no observer,
-    checkpoint, budget in iterations or time, or per-step test of the iterate needs the loop between
-    steps either, a solver offering ``unobserved_steps()`` runs as the copy that method returns
-    (which may do the work of later steps early: the scipy peers then run in the driver's thread).
-    The results are the same either way.
+    given. :func:`minimize` runs the loop to its end and passes ``False``; a solver offering
+    ``unobserved_steps()`` then runs as the copy that method returns (the scipy peers: in the driver's
+    thread, the loop's work after a step done from inside scipy's calls, see
+    :class:`~zoframe.run.RunLoop`). The results are the same either way.
     """
     reg = registry if registry is not None else default_registry()
     kind = problem_kind(problem)
@@ -394,16 +393,8 @@ def build_run(
     else:
         gen, seed = make_rng(rng)
     unobserved_steps = getattr(solv, "unobserved_steps", None)
-    if (
-        not watched
-        and callable(unobserved_steps)
-        and max_iter is None
-        and max_time is None
-        and checkpoint is None
-        and policy != "inf"  # the iterate is tested after every step
-        and not any(getattr(o, "per_step", True) for o in observers)
-    ):
-        solv = unobserved_steps()  # nothing reads the run between two steps
+    if not watched and callable(unobserved_steps):
+        solv = unobserved_steps()  # nobody steps the run by hand: the loop drives it (RunLoop's drive)
     loop = RunLoop(
         solv, oracle, start, gen, solver_name=solver_name, seed=seed, max_iter=max_iter, max_calls=max_calls,
         max_time=max_time, observers=observers, state=state, nit=nit, seconds=seconds,

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 import math
 import time
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from zoframe.protocols import Array
 from zoframe.result import Result, Status, Trace, decide_success
 from zoframe.solver import SolverBase
 
-__all__ = ["Observer", "RunLoop", "Stop", "x_is_finite"]
+__all__ = ["Halt", "Observer", "RunLoop", "Stop", "x_is_finite"]
 
 #: why a run stops: its status and a message
 Stop = tuple[Status, str]
@@ -75,8 +75,25 @@ class Observer(Protocol):
     def end(self, loop: RunLoop) -> None: ...
 
 
+class Halt(BaseException):
+    """Raised by the ``pause`` of :meth:`RunLoop._driven` out of a solver's ``drive``: the run stops (``stop``),
+    or an observer failed (``error``, re-raised by the loop). A ``BaseException``, so that the code between
+    the loop and the pause (a wrapped library) lets it through."""
+
+    def __init__(self, stop: Stop | None, error: BaseException | None = None) -> None:
+        super().__init__(stop, error)
+        self.stop = stop
+        self.error = error
+
+
 class RunLoop:
     """One run of a solver: ``init`` / ``step`` / ``terminate`` under budgets, observers notified.
+
+    A solver with a method ``drive(oracle, state, rng, pause)`` may make several steps in one call (a
+    wrapped library that owns its loop, run in the driver's thread): it calls ``pause(state)`` where each
+    of its steps ends but the last, lets what ``pause`` raises (:class:`Halt`) through, and returns the
+    state of its last step; :meth:`run` then does after each step what it does after a ``step`` call
+    (:meth:`_driven`). :meth:`step` (ask/tell) always calls ``step``.
 
     ``state``, ``nit`` and ``seconds`` may be given to continue a run (checkpoint resume).
     ``check_every_step``: test the iterate for non-finite entries after every step (else only at
@@ -151,6 +168,8 @@ class RunLoop:
             term = _never  # SolverBase's rule never stops: nothing to call after a step
         self._terminate: Callable[[Any], Any] = term
         self._step = solver.step
+        drive = getattr(solver, "drive", None)
+        self._drive: Callable[..., Any] | None = drive if callable(drive) else None
         self._iter_cap = math.inf if max_iter is None else max_iter
         self._time_cap = math.inf if max_time is None else max_time
         out = getattr(solver, "outputs", None)
@@ -174,7 +193,8 @@ class RunLoop:
         self.finish()
 
     def _steps(self) -> Stop:
-        """:meth:`budget_reached` or :meth:`step` until one of them stops (the same steps, times and stops).
+        """:meth:`budget_reached` or :meth:`step` until one of them stops (the same steps, times and stops);
+        for a solver with ``drive`` (see :class:`RunLoop`), :meth:`_driven`.
 
         The loop's attributes are read once; ``state``, ``nit``, ``seconds`` and ``row`` are written
         back after every step, as :meth:`step` does, so that whatever reads the loop (the observers,
@@ -182,6 +202,8 @@ class RunLoop:
         The observers and ``terminate`` are called only when there are some (and the counters read
         back after them).
         """
+        if self._drive is not None:
+            return self._driven(self._drive)
         after = self._after_step if (self._per_step or self.check_every_step or self._terminate is not _never) else None
         # the observers' own schedule (next_call), when only they need the loop after a step
         wakes = self._wakes if not (self.check_every_step or self._terminate is not _never) else None
@@ -206,6 +228,60 @@ class RunLoop:
                 state, nit, seconds = self.state, self.nit, self.seconds  # as an observer left them
                 if wakes is not None:
                     wake = min(w(nit) for w in wakes)
+
+    def _driven(self, drive: Callable[..., Any]) -> Stop:
+        """The loop of a solver that makes several steps in one call, ``drive(oracle, state, rng, pause)``.
+
+        ``pause(state)`` ends a step: the same work as after a step of :meth:`_steps` (the step's time and
+        count, the observers on their schedule, the solver's rule), then the budgets on iterations and time
+        as before the next step; a stop, or any error of that work, is raised out of ``drive`` as
+        :class:`Halt` (a ``BaseException``: the solver lets it through and abandons its run) and ends the
+        run here. ``drive`` returns the state of its last step, which is ended here as any step. The
+        states, counts, trace, callback calls and stops are those of one ``step`` per step."""
+        after = self._after_step if (self._per_step or self.check_every_step or self._terminate is not _never) else None
+        wakes = self._wakes if not (self.check_every_step or self._terminate is not _never) else None
+        wake = [0 if wakes is None else min(w(self.nit) for w in wakes)]
+        clock = [0.0]
+
+        def end_of_step(state: Any) -> Stop | None:
+            self.seconds += _now() - clock[0]
+            self.nit += 1
+            self.state, self.row = state, None
+            if after is not None and self.nit >= wake[0]:
+                stop = after(state)
+                if stop is not None:
+                    return stop
+                if wakes is not None:
+                    wake[0] = min(w(self.nit) for w in wakes)
+            return None
+
+        def pause(state: Any) -> None:
+            try:
+                stop = end_of_step(state)
+                if stop is None and (self.nit >= self._iter_cap or self.seconds >= self._time_cap):
+                    stop = self.budget_reached()
+            except BaseException as exc:  # the observers' errors end the run as after a step, not the solver's
+                raise Halt(None, exc) from exc
+            if stop is not None:
+                raise Halt(stop)
+            clock[0] = _now()
+
+        oracle, rng = self.oracle, self.rng
+        while True:
+            if self.nit >= self._iter_cap or self.seconds >= self._time_cap:
+                stop = self.budget_reached()
+                if stop is not None:
+                    return stop
+            clock[0] = _now()
+            try:
+                state = drive(oracle, self.state, rng, pause)
+            except Halt as halt:
+                if halt.error is not None:
+                    raise halt.error from None
+                return cast(Stop, halt.stop)
+            stop = end_of_step(state)
+            if stop is not None:
+                return stop
 
     def init(self) -> None:
         t0 = time.perf_counter()

@@ -9,6 +9,8 @@ the kernel (``tests/test_kernels.py``). The sums the numpy code used to take as 
 (the projection's threshold) are numpy's pairwise sums on both paths, so that they can be repeated
 here, and so that they no longer depend on the CPU's BLAS kernel.
 
+* :func:`subset_first`: a uniform batch ``M1`` / ``M3`` (DSZOG Alg. 1 l.5, l.7; ADSZOG Alg. 1 l.9, l.11) where
+  it is at least a quarter of its population: the first distinct indices of the uniforms, one mark per index;
 * :func:`sample_sparse`: ``M2 ~ p`` (DSZOG Alg. 1 l.6, ADSZOG Alg. 1 l.10), one binary search per draw;
 * :func:`pz_project_average_sparse`: ADSZOG Alg. 1 l.6-7 (projection with its threshold, averaging);
 * :func:`pz_ema_sparse`: ADSZOG Alg. 1 l.15 (the moving average of ``z_p``, new support entries merged);
@@ -19,7 +21,8 @@ here, and so that they no longer depend on the CPU's BLAS kernel.
 The floor + support form of p is compiled (the form ``p_form="auto"`` picks from 10,000 constraints on)
 and G_L from the same number of constraints on; the dense form of p keeps the numpy code, so that runs
 on small problems never import numba. Not compiled: the random draws, the user's functions and the
-counting oracle around them, the norms (``einsum``) and the state records.
+counting oracle around them, the norms (``einsum``), the state records, and the uniform batches that are a small
+part of their population (numpy's sort of a few hundred integers is the faster one there).
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-__all__ = ["add_reduce", "ascent_sparse", "lagrangian_sums", "pz_ema_sparse", "pz_project_average_sparse", "sample_sparse", "threshold"]
+__all__ = [
+    "add_reduce", "ascent_sparse", "lagrangian_sums", "pz_ema_sparse", "pz_project_average_sparse", "sample_sparse",
+    "subset_first", "subset_pair", "subset_sorted", "threshold",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -85,6 +91,76 @@ def sample_sparse(support: Any, values: Any, floor: float, m: int, u: Any) -> An
             j = min(j, nxt - 1)
         out[i] = min(max(j, 0), m - 1)
     return out
+
+
+@_jit
+def subset_first(u: Any, n: int, j: int) -> Any:
+    """:func:`zoframe_constrained.simplex._first_distinct`: the first ``j`` distinct ``floor(u n)``
+    in the order of ``u``, sorted (one mark per index, read in order)."""
+    seen = np.zeros(n, dtype=np.bool_)
+    c = 0
+    for i in range(u.shape[0]):
+        v = int(u[i] * n)
+        if not seen[v]:
+            seen[v] = True
+            c += 1
+            if c == j:
+                break
+    out = np.empty(c, dtype=np.intp)
+    c = 0
+    for v in range(n):
+        if seen[v]:
+            out[c] = v
+            c += 1
+    return out
+
+
+@_jit
+def subset_sorted(u: Any, n: int) -> Any:
+    """:func:`zoframe_constrained.simplex._distinct_draws` of ``u n``: the distinct ``floor(u n)``, sorted. The
+    variates are sorted by buckets (``floor(u k)`` of ``k`` buckets, then by insertion within a bucket:
+    expected linear time for uniforms); ``floor(u n)`` is non-decreasing in ``u``, so equal indices are
+    neighbours."""
+    k = u.shape[0]
+    count = np.zeros(k + 1, dtype=np.intp)
+    for i in range(k):
+        count[int(u[i] * k) + 1] += 1
+    for b in range(k):
+        count[b + 1] += count[b]
+    s = np.empty(k)
+    fill = count[:k].copy()
+    for i in range(k):
+        b = int(u[i] * k)
+        s[fill[b]] = u[i]
+        fill[b] += 1
+    for b in range(k):  # insertion sort within each bucket
+        for i in range(count[b] + 1, count[b + 1]):
+            x = s[i]
+            j = i - 1
+            while j >= count[b] and s[j] > x:
+                s[j + 1] = s[j]
+                j -= 1
+            s[j + 1] = x
+    out = np.empty(k, dtype=np.intp)
+    c = 0
+    for i in range(k):
+        t = int(s[i] * n)
+        if c == 0 or t != out[c - 1]:
+            out[c] = t
+            c += 1
+    return out[:c]
+
+
+@_jit
+def _subset_round(u: Any, n: int, j: int) -> Any:
+    return subset_sorted(u, n) if 4 * j < n else subset_first(u, n, j)
+
+
+@_jit
+def subset_pair(u: Any, r1: int, n1: int, j1: int, n2: int, j2: int) -> Any:
+    """The first rounds of :func:`zoframe_constrained.simplex.uniform_subsets` in one call: ``u[:r1]`` for the
+    first batch (``j1`` values out of ``n1``), the rest for the second (``j2`` out of ``n2``)."""
+    return _subset_round(u[:r1], n1, j1), _subset_round(u[r1:], n2, j2)
 
 
 # ---------------------------------------------------------------------- numpy's sums, the same rounding
@@ -182,52 +258,47 @@ def _max(v: Any, n: int) -> float:
 
 
 @_jit
-def _mean_tau(v: Any, buf: Any, n: int, floor_in: bool, n_floor: int) -> float:
+def _mean_tau(v: Any, n: int, floor_in: bool, n_floor: int) -> float:
     """``(sum - 1) / count`` over the first ``n`` entries of ``v``; with ``floor_in`` the last of them stands for
-    ``n_floor`` equal entries (``buf``, a copy of ``v``'s kept entries, gets the product v * count there: the
-    sum of ``simplex_threshold(v, counts)``)."""
+    ``n_floor`` equal entries: multiplied by its count in place for the sum and put back, as
+    :func:`zoframe_constrained.simplex._floor_threshold` does (the sum of ``simplex_threshold(v, counts)``)."""
     if floor_in:
-        buf[n - 1] = v[n - 1] * float(n_floor)
-        return (add_reduce(buf, n) - 1.0) / float(n - 1 + n_floor)
+        last = v[n - 1]
+        v[n - 1] = last * float(n_floor)
+        total = add_reduce(v, n)
+        v[n - 1] = last
+        return (total - 1.0) / float(n - 1 + n_floor)
     return (add_reduce(v, n) - 1.0) / float(n)
 
 
 @_jit
 def threshold(v: Any, n_floor: int) -> float:
     """:func:`zoframe_constrained.simplex._floor_threshold` (``n_floor > 0``: the last entry of ``v`` stands
-    for ``n_floor`` equal entries) or, with ``n_floor == 0``, ``simplex_threshold(v)``: the same passes and
-    the same sums (numpy's pairwise sum of the kept entries, the floor block's entry times its count),
-    hence the same value bit for bit. ``v`` is used as scratch (compacted in place)."""
+    for ``n_floor`` equal entries) or, with ``n_floor == 0``, ``simplex_threshold(v)``: the same candidate
+    sets and the same sums (numpy's pairwise sum of the kept entries, the floor block's entry times its
+    count), hence the same value bit for bit. One pass per round keeps (compacts in place) and counts the
+    entries above the current threshold, one more sums them. ``v`` is used as scratch."""
     n = v.shape[0]
     floor_in = n_floor > 0
-    buf = v.copy() if floor_in else v
-    mean_tau = _mean_tau(v, buf, n, floor_in, n_floor)
+    mean_tau = _mean_tau(v, n, floor_in, n_floor)
     tau = max(_max(v, n) - 1.0, mean_tau)
-    kept = 0
-    for i in range(n):
-        if v[i] > tau:
-            kept += 1
-    if kept == n:
-        return mean_tau
-    while kept:
-        last_in = floor_in and v[n - 1] > tau
+    first = True
+    while True:
+        last_in = floor_in and v[n - 1] > tau  # the floor block is the last entry while it is kept
         k = 0
         for i in range(n):
-            if v[i] > tau:
-                v[k] = v[i]
-                if floor_in:
-                    buf[k] = v[i]
+            x = v[i]
+            if x > tau:
+                v[k] = x
                 k += 1
+        if k == n:  # every entry kept: tau is final (at the first round the next pass would end at mean_tau)
+            return mean_tau if first else tau
+        if k == 0:  # empty only by rounding (values ~1e16): tau is exact enough
+            return tau
+        first = False
         floor_in = last_in
-        n = kept
-        tau = _mean_tau(v, buf, n, floor_in, n_floor)
-        kept = 0
-        for i in range(n):
-            if v[i] > tau:
-                kept += 1
-        if kept == n:
-            break
-    return tau
+        n = k
+        tau = _mean_tau(v, n, floor_in, n_floor)
 
 
 # ---------------------------------------------------------------------- ADSZOG: p and z_p, floor + support form
@@ -312,9 +383,28 @@ def pz_ema_sparse(
             gi[c] = idx[i]
             gg[c] = gain[i]
             c += 1
-    order = np.argsort(gi)
-    gi = gi[order]
-    gg = gg[order]
+    ordered = True
+    for j in range(1, npos):
+        if gi[j] < gi[j - 1]:
+            ordered = False
+            break
+    if not ordered:  # (the uniform batches come sorted)
+        order = np.argsort(gi)
+        gi = gi[order]
+        gg = gg[order]
+    n = support.shape[0]
+    pos = np.searchsorted(support, gi)
+    new = 0
+    for j in range(npos):
+        if pos[j] >= n or support[pos[j]] != gi[j]:
+            new += 1
+    if new == 0:  # every gain on the support already: z alone changes, in one pass (the same operations)
+        zn = np.empty(n)
+        for i in range(n):
+            zn[i] = s * z[i] + b * (nl * p[i])
+        for j in range(npos):
+            zn[pos[j]] += b * gg[j]
+        return support, p, zn, False
     union, src, where = _merge(support, gi)
     nu = union.shape[0]
     pn = np.empty(nu)
@@ -327,7 +417,7 @@ def pz_ema_sparse(
         zn[u] = s * zu + b * (nl * pu)
     for j in range(npos):
         zn[where[j]] += b * gg[j]
-    return union, pn, zn, nu != support.shape[0]
+    return union, pn, zn, True
 
 
 # ---------------------------------------------------------------------- DSZOG: the ascent step, floor + support form

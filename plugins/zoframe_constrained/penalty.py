@@ -70,6 +70,7 @@ from zoframe_constrained.simplex import (
     sample_dense,
     sample_sparse,
     sparsify,
+    uniform_subsets,
 )
 
 if TYPE_CHECKING:
@@ -612,12 +613,13 @@ class PenaltyPhase:
         return _project_in_place(v), c0
 
     def batches(self, oracle: CountingOracle, rng: np.random.Generator) -> tuple[IntArray, IntArray]:
-        """``M1`` (data) and ``M3`` (constraints), uniform without replacement.
+        """``M1`` (data) and ``M3`` (constraints), uniform without replacement (Alg. 1 l.9, l.11: index sets).
 
-        Drawn by :meth:`CountingOracle.sample` (the same ``rng.choice`` draws): read-only batches the
-        oracle knows to be valid, so their evaluations skip the index copy and range check."""
+        :func:`~zoframe_constrained.simplex.uniform_subsets`: sorted sets, both from one vectorised draw of
+        uniforms, in the compiled kernel from :data:`SPARSE_AUTO_M` constraints on (where the rest of the
+        step's own work is compiled too); read-only."""
         m1, _, m3 = self.solver.sizes(oracle)
-        return oracle.sample(m1, rng), oracle.sample(m3, rng, population="constraints")
+        return uniform_subsets(oracle.n, m1, oracle.m, m3, rng, compiled=oracle.m >= SPARSE_AUTO_M)
 
     # ------------------------------------------------------------------ steps="auto"
     def first_beta(self, oracle: CountingOracle, w: Array, c0: float, rng: np.random.Generator) -> float:

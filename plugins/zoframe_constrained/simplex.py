@@ -80,6 +80,7 @@ __all__ = [
     "sample_sparse",
     "simplex_threshold",
     "sparsify",
+    "uniform_subset",
 ]
 
 #: thresholds beyond this mean values near 2**52, where a unit of mass is lost to rounding
@@ -108,9 +109,9 @@ _EINSUM: Callable[..., Any] = _c_einsum()
 #: the compiled kernel (:mod:`zoframe_constrained._kernels`, ``ZOFRAME_KERNEL``), or ``None`` for the numpy code
 _K: Any = _kernels.kernel()
 #: ``ZOFRAME_KERNEL=auto``: the numpy code for the first this many calls that could use the kernel in a process
-#: (about 2,500 sparse steps), the kernel after them. Loading numba and the cached kernel costs about 0.4 s of
-#: CPU, which the kernel's gain (about 50 us per breast-cancer step) repays after some 7,000 steps: short runs
-#: never pay it. Both paths give the same results bit for bit, so when the switch happens changes no result.
+#: (about 2,000 sparse ADSZOG steps, 2,500 DSZOG ones: five and four calls per step), the kernel after them.
+#: Loading numba and the cached kernel costs about 0.4 s of CPU, which the kernel's gain (about 50 us per
+#: breast-cancer step) repays after some 7,000 steps: short runs never pay it. Both paths give the same results bit for bit, so when the switch happens changes no result.
 AUTO_AFTER_CALLS = 10_000
 _AUTO: Any = _K if getattr(_K, "auto", False) else None
 _waited = 0
@@ -516,6 +517,114 @@ def sample_sparse(support: IntArray, values: Array, floor: float, m: int, u: Arr
         res: IntArray = np.where(odd, fix, out)
         return res
     out[j] = fix
+    return out
+
+
+# ---------------------------------------------------------------------- uniform batches (M1, M3)
+def uniform_subset(n: int, k: int, rng: np.random.Generator, *, compiled: bool = False) -> IntArray:
+    """``k`` distinct indices of ``0..n-1``, every ``k``-subset equally likely, in increasing order (read-only).
+
+    The uniform batches of DSZOG / ADSZOG (ICML 2022, Alg. 1 l.9 and l.11: index *sets* ``M1 subset [n]``,
+    ``M3 subset [m]``, drawn uniformly without replacement). The set is the first ``j`` distinct values of
+    an i.i.d. sequence of uniform indices ``floor(u_i n)`` (``u_i`` from one vectorised ``rng.random`` call
+    per round), with ``j = k``, or for ``k > n / 2`` ``j = n - k`` and the set its complement. A round draws
+    ``j`` indices when ``4 j < n`` (no more are needed with probability about ``exp(-j^2 / (2 n))``), else
+    the expected number of draws for ``j`` distinct values, ``n log(n / (n - j))``, plus four standard
+    deviations (``4 sqrt(n)``); while fewer than ``j`` distinct values have come, another round draws as
+    many as are missing. The distinct values of an i.i.d. uniform sequence, stopped by a rule that looks at
+    their number only, form a uniform subset (the law is invariant under any permutation of ``0..n-1``),
+    and so does the complement of one; ``floor(u n)`` of a 53-bit uniform ``u`` is uniform on ``0..n-1``
+    to a relative ``n 2^-53``.
+
+    The batches are sorted sets: the order of the draws plays no part in the estimates' sums. ``compiled``:
+    the compiled kernel (``ZOFRAME_KERNEL``): the same indices from the same variates. ``k == n`` is the
+    whole range (no draw); ``k > n`` raises :class:`ValueError`. :func:`uniform_subsets`: two batches from
+    one call.
+    """
+    u = rng.random(_first_count(n, k))
+    fn = _compiled("subset_first") if compiled and u.shape[0] and 4 * min(k, n - k) >= n else None
+    first = None if fn is None else fn(u, n, min(k, n - k))
+    return _subset(n, k, u, rng, first)
+
+
+def uniform_subsets(
+    n1: int, k1: int, n2: int, k2: int, rng: np.random.Generator, *, compiled: bool = False
+) -> tuple[IntArray, IntArray]:
+    """:func:`uniform_subset` of ``k1`` out of ``n1`` and of ``k2`` out of ``n2``, the first rounds of both from
+    one ``rng.random`` call (the first batch's variates, then the second's; further rounds, rare, the
+    first batch's before the second's). ``compiled``: both first rounds in one call of the kernel
+    (:func:`~zoframe_constrained._kernels_numba.subset_pair`), the same indices."""
+    r1 = _first_count(n1, k1)
+    u = rng.random(r1 + _first_count(n2, k2))
+    u1, u2 = u[:r1], u[r1:]
+    fn = _compiled("subset_pair") if compiled and u1.shape[0] and u2.shape[0] else None
+    if fn is None:
+        return _subset(n1, k1, u1, rng, None), _subset(n2, k2, u2, rng, None)
+    a1, a2 = fn(u, r1, n1, min(k1, n1 - k1), n2, min(k2, n2 - k2))
+    return _subset(n1, k1, u1, rng, a1), _subset(n2, k2, u2, rng, a2)
+
+
+def _first_count(n: int, k: int) -> int:
+    """The variates of the first round of :func:`uniform_subset` (0: the whole range, no draw)."""
+    if k >= n:
+        if k > n:
+            raise ValueError(f"cannot draw {k} distinct indices out of {n}")
+        return 0
+    j = min(k, n - k)
+    return j if 4 * j < n else _first_round(n, j)
+
+
+def _subset(n: int, k: int, u: Array, rng: np.random.Generator, first: IntArray | None) -> IntArray:
+    """:func:`uniform_subset` from its first round's variates ``u`` (``first``: their distinct values as the
+    kernel found them, else found here), with the further rounds drawn from ``rng``."""
+    if k >= n:
+        whole = np.arange(n, dtype=np.intp)
+        whole.setflags(write=False)
+        return whole
+    j = min(k, n - k)
+    few = 4 * j < n
+    out: IntArray = first if first is not None else (_distinct_draws(u * n) if few else _first_distinct(u, n, j))
+    while out.shape[0] < j:  # as many more draws as values are missing
+        u = np.concatenate((u, rng.random(j - out.shape[0])))
+        out = _distinct_draws(u * n) if few else _first_distinct(u, n, j)
+    if j < k:  # the complement of the j-set
+        rest = np.ones(n, dtype=bool)
+        rest[out] = False
+        out = np.flatnonzero(rest).astype(np.intp, copy=False)
+    out.setflags(write=False)
+    return out
+
+
+def _first_round(n: int, j: int) -> int:
+    """Draws of the first round for ``j`` distinct values out of ``n`` (``4 j >= n``, ``j <= n / 2``)."""
+    return j + math.ceil(n * math.log(n / (n - j)) - j + 4.0 * math.sqrt(n))
+
+
+def _distinct_draws(v: Array) -> IntArray:
+    """The distinct values of ``floor(v)`` for ``v = u n``, sorted (:func:`uniform_subset`, ``4 j < n``).
+    ``u <= 1 - 2^-53`` and ``n < 2^53`` round ``u n`` below ``n``: the values lie in ``0..n-1``."""
+    t = v.astype(np.intp)  # truncation: floor of a non-negative number
+    t.sort()
+    if t.shape[0] > 1 and np.count_nonzero(t[1:] == t[:-1]):
+        keep = np.empty(t.shape[0], dtype=bool)
+        keep[0] = True
+        np.not_equal(t[1:], t[:-1], out=keep[1:])
+        t = t[keep]
+    return t
+
+
+def _first_distinct(u: Array, n: int, j: int) -> IntArray:
+    """The first ``j`` distinct values of ``min(floor(u n), n - 1)`` in the order of ``u`` (fewer when ``u``
+    has fewer), sorted (:func:`uniform_subset`, ``4 j >= n``): each index's first draw, then the ``j``
+    indices drawn first."""
+    r = u.shape[0]
+    t = (u * n).astype(np.intp)  # in 0..n-1, as in _distinct_draws
+    first = np.full(n, r, dtype=np.intp)  # r: never drawn
+    np.minimum.at(first, t, np.arange(r))
+    cut = min(int(np.partition(first, j - 1)[j - 1]), r - 1)
+    out: IntArray = np.flatnonzero(first <= cut)
+    if out.dtype != np.intp:
+        out = out.astype(np.intp)
     return out
 
 

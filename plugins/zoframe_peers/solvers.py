@@ -16,12 +16,13 @@ unused).
 
 Stepping: pycma and nevergrad have an ask-and-tell interface, so one ``step`` is one CMA-ES
 generation (``popsize`` points, evaluated as one batch) or ``points_per_step`` nevergrad points.
-scipy's minimisers own their loop; they run in a worker thread that hands control back to the driver
-every ``points_per_step`` points (default ``10 (d + 1)``; one handoff at a time: the run stays
-deterministic), so the driver records the trace, calls the callback and applies ``max_iter`` /
-``max_time`` between chunks. When nothing reads the run between two steps, the driver may ask for
-``solver.unobserved_steps()``: scipy then runs in the driver's thread, with no thread and no
-handoffs, and the steps show the same states as the threaded run (see :class:`_ScipySession`).
+scipy's minimisers own their loop; a step is ``points_per_step`` of their points (default ``10 (d + 1)``),
+after which the driver records the trace, calls the callback and applies ``max_iter`` / ``max_time``.
+Under :func:`zoframe.minimize` (``solver.unobserved_steps()``) scipy runs in the driver's thread: the run
+loop's work after a step is done where a step ends, from inside scipy's calls (``drive``), and a stop
+ends scipy's run there. Through ask/tell, which reads the run between steps, scipy runs in a worker
+thread that hands control back to the driver after every step (one handoff at a time: the run stays
+deterministic). Both give the same states, counts and results (see :class:`_ScipySession`).
 
 The state's ``x`` is always the peer's best point so far (feasible points first: violation at most
 ``feas_tol``, then the lowest ``f``), so the ``Result`` reports the best point found even when the
@@ -528,15 +529,20 @@ class _PeerBase(SolverBase):
         return _state(session)
 
     def step(self, oracle: CountingOracle, state: PeerState, rng: np.random.Generator) -> PeerState:
+        session = self._live(oracle, state)
+        if not session.done:
+            session.advance(oracle)
+        return session.current()
+
+    def _live(self, oracle: CountingOracle, state: PeerState) -> _Session:
+        """The session behind ``state``; after a resume from a checkpoint, the peer rebuilt to replay its log."""
         session: _Session | None = getattr(state, "_session", None)
         if session is None:  # resumed from a checkpoint: rebuild the peer and replay its log
             best = _Best.restore(state, float(getattr(self, "feas_tol", 1e-6)))
             session = self._session(oracle, np.array(state.x0, dtype=np.float64), int(state.seed), best,
                                     np.array(state.log, dtype=np.float64))
             session.note = str(getattr(state, "note", ""))
-        if not session.done:
-            session.advance(oracle)
-        return session.current()
+        return session
 
     def _session(
         self, oracle: CountingOracle, x0: Array, seed: int, best: _Best, replay: Array | None
@@ -629,14 +635,16 @@ class _ThreadBridge:
 
 
 class _ScipySession(_Session):
-    """One scipy run: in a worker thread paused every ``chunk`` calls (:class:`_ThreadBridge`), or,
-    when the driver has nothing to do between steps (``in_driver_thread``), in the driver's thread.
+    """One scipy run: in a worker thread paused every ``chunk`` calls (:class:`_ThreadBridge`), or in the
+    driver's thread (``in_driver_thread``).
 
-    In the driver's thread the whole scipy run happens in the first step, with the same calls
-    counted the same way; the state the threaded run would have shown after each chunk is kept, and
-    the following steps hand these states out one per step, then end the run as the threaded one
-    would (same states, iterations, counts, status and message, and an error raised at the same
-    iteration).
+    In the driver's thread the calls are counted as the bridge counts them. Under the run loop
+    (:meth:`drive`) the state the threaded run would show after each chunk goes to the loop's ``pause``
+    at the first call of the next chunk, inside scipy's call, and a stop raised there ends scipy's run.
+    Stepped by hand (:meth:`advance`), the whole scipy run happens in the first step, the states after
+    each chunk are kept, and the following steps hand them out one per step. Either way the run ends as
+    the threaded one would (same states, iterations, counts, status and message, and an error raised
+    at the same iteration).
     """
 
     def __init__(
@@ -660,7 +668,9 @@ class _ScipySession(_Session):
         self._full: Callable[..., tuple[float, Array | None]] | None = getattr(oracle, "evaluate_full", None)
         self.chunk = chunk
         self._bounds = _box(oracle)  # the box is fixed for the run: computed once, not per point
-        self._last: tuple[bytes, float, Array | None] | None = None
+        #: the point asked last (its bytes) and its f (its constraints are :attr:`_g`)
+        self._last_key = b""
+        self._last_f = math.nan
         self._g: Array | None = None  # the constraint values of the point asked last
         self.bridge: _ThreadBridge | None = None
         self._run_peer = run_peer
@@ -673,6 +683,9 @@ class _ScipySession(_Session):
         self._shown: PeerState | None = None
         self._outcome: Any = None
         self._error: BaseException | None = None
+        #: the run loop's ``pause`` while :meth:`drive` runs, and what it raised (let through to the loop)
+        self._pause: Callable[[PeerState], None] | None = None
+        self._halted: BaseException | None = None
         if not in_driver_thread:
             # the bridge (and the peer's thread) hold the session only weakly: when the driver drops the
             # run's last state, the session is freed at once and its finalizer ends the paused thread
@@ -698,15 +711,14 @@ class _ScipySession(_Session):
         if self._counting:
             quota = self._quota
             if quota <= 0:
-                self._ahead.append(_state(self))  # where the threaded run would pause for the driver
+                self._chunk_ends()  # where the threaded run would pause for the driver
                 quota = self.chunk
             self._quota = quota - 1
         if type(x) is not np.ndarray or x.dtype is not _F64:
             x = np.asarray(x, dtype=np.float64)
         key = x.tobytes()
-        last = self._last
-        if last is not None and last[0] == key:
-            return last[1]  # and _g is still this point's
+        if key == self._last_key:
+            return self._last_f  # and _g is still this point's
         bounds = self._bounds
         # the oracle copies the point it evaluates, the best point keeps a copy: no copy here
         xp = x if bounds is None else np.clip(x, bounds[0], bounds[1])
@@ -744,9 +756,36 @@ class _ScipySession(_Session):
                 v = float(_violations(g[None, :], self.m_eq)[0]) if self.m_eq else max(float(g.max()), 0.0)
                 self.best.observe_one(xp, f, v)
                 self._append_one(f, g)
-        self._last = (key, f, g)
+        self._last_key = key
+        self._last_f = f
         self._g = g
         return f
+
+    def _chunk_ends(self) -> None:
+        """A chunk's calls are made (driver's thread): its state goes to the run loop's ``pause`` (:meth:`drive`),
+        which may end the run by raising (kept in :attr:`_halted`, to be let through), or is kept for a
+        later step (:meth:`_advance_here`)."""
+        pause = self._pause
+        if pause is None:
+            self._ahead.append(_state(self))
+            return
+        try:
+            pause(_state(self))
+        except BaseException as exc:
+            self._halted = exc
+            raise
+
+    def drive(self, oracle: CountingOracle, pause: Callable[[PeerState], None]) -> PeerState:
+        """The whole run in the driver's thread, ``pause(state)`` called where each chunk ends (where the
+        threaded run hands control to the driver, with the state it shows there): the run loop's work
+        after a step happens there, inside the library's calls, and what ``pause`` raises ends the
+        library's run and goes up to the loop. Returns the state of the last step (the run's end)."""
+        self._pause = pause
+        try:
+            self.advance(oracle)
+        finally:
+            self._pause = None
+        return self.current()
 
     def _constraints(self) -> Array | None:
         return self._g
@@ -763,7 +802,7 @@ class _ScipySession(_Session):
         if self._counting:
             quota = self._quota
             if quota <= 0:
-                self._ahead.append(_state(self))  # where the threaded run would pause for the driver
+                self._chunk_ends()  # where the threaded run would pause for the driver
                 quota = self.chunk
             self._quota = quota - k
         bounds = self._bounds
@@ -835,6 +874,8 @@ class _ScipySession(_Session):
         except KeyboardInterrupt:
             raise  # the threaded run's driver sees it at once too
         except BaseException as exc:  # raised by the step where the threaded run raises it
+            if exc is self._halted:  # the run loop stops the run (or failed) at the end of a chunk
+                raise
             self._error = exc
         finally:
             self._here = self._counting = False
@@ -967,19 +1008,33 @@ class _ScipyPeer(_PeerBase):
     in_driver_thread: bool = field(default=False, init=False, repr=False, compare=False)
 
     def unobserved_steps(self) -> Self:
-        """This peer for a run in which nothing reads the run between two steps.
+        """This peer for a run that :func:`zoframe.minimize`'s loop drives to its end (not ask/tell).
 
-        That is: no trace rows between the first and the last (``record_every=0``), no callback,
-        no checkpoint before the last, no progress bar, no ``max_iter``, no ``max_time``, no test of
-        the iterate after each step, nobody asking for a snapshot while the run goes on. The scipy
-        minimiser then runs in the driver's thread, with no thread and no handoffs; the steps,
-        states, counts, status, message and errors are those of the threaded run (see
+        The scipy minimiser then runs in the driver's thread, with no thread and no handoffs: under the
+        run loop (:meth:`drive`) the loop's work after each step (trace records, callback, checkpoints,
+        ``max_iter``, ``max_time``, the test of the iterate) happens where the threaded run would pause,
+        from inside scipy's calls, and a stop raised there ends scipy's run; stepped by hand, the first
+        step runs scipy to its end and the steps hand out the states the threaded run would show. Either
+        way the steps, states, counts, status, message and errors are those of the threaded run (see
         :class:`_ScipySession`). The flag is no parameter: it is not checkpointed, not compared on
         resume and does not change what the run computes.
         """
         out = copy.copy(self)
         object.__setattr__(out, "in_driver_thread", True)
         return out
+
+    def drive(
+        self, oracle: CountingOracle, state: PeerState, rng: np.random.Generator, pause: Callable[[PeerState], None]
+    ) -> PeerState:
+        """Steps for :class:`zoframe.run.RunLoop` (its ``drive`` protocol). In the driver's thread
+        (:meth:`unobserved_steps`), the rest of the scipy run in this one call, ``pause`` called where
+        each step ends (:meth:`_ScipySession.drive`); threaded, one :meth:`step`."""
+        session = self._live(oracle, state)
+        if session.done or not isinstance(session, _ScipySession) or session.bridge is not None:
+            if not session.done:
+                session.advance(oracle)
+            return session.current()
+        return session.drive(oracle, pause)
 
     def _options(self, oracle: CountingOracle, maxpoints: int) -> dict[str, Any]:
         raise NotImplementedError  # pragma: no cover
