@@ -12,7 +12,6 @@ from zoframe.certificate._common import (
     Evals,
     _bounds,
     _derivatives,
-    _difference_points,
     _Differences,
     _ratio,
     _unit,
@@ -105,6 +104,18 @@ class _Fit:
         return out
 
 
+def _constrained_scales(x: Array, box: tuple[Array, Array] | None) -> Array:
+    """The difference steps' length scale of each coordinate of a constrained problem: ``max(1, |x_k|)``, or the
+    coordinate's own scale at the point (:func:`point_scales`) where that is smaller and the point shows a typical
+    size (the median of ``|x|`` above 0): a variable of size ``1e-3`` next to others of size ``1e3`` gets steps of
+    its own size, not of size 1. A point whose entries are mostly 0 (a vertex at the origin) tells no size: there
+    the scale stays ``max(1, |x_k|)``."""
+    c = np.maximum(1.0, np.abs(x))
+    if x.shape[0] and float(np.median(np.abs(x))) > 0.0:
+        c = np.minimum(c, point_scales(x, box))
+    return c
+
+
 def _kkt(
     ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int, stated: NoiseSpec | None = None
 ) -> dict[str, Any]:
@@ -122,7 +133,11 @@ def _kkt(
         D = scaled_differences(x, scales, box, step)
     else:
         s = max(1.0, float(np.abs(x).max()))
-        D = _difference_points(x, box, step)
+        # steps in each coordinate's own size where the values are noise-free; under noise the larger steps of size
+        # max(1, |x_k|) keep the noise's share of the differences small (a smaller step would only widen the
+        # error bound and leave more points noise-limited)
+        scales_c = _constrained_scales(x, box) if noise.rounding else np.maximum(1.0, np.abs(x))
+        D = scaled_differences(x, scales_c, box, step)
     obj = _objective_at(ev, x, D, V0, noise)
     ref = _reference(obj, s)
     band = 10.0 * tol * s
