@@ -164,7 +164,7 @@ def main() -> None:
         for key, (t, _) in interleaved(loops, args.reps).items():
             figures[names[key]] = round(t / 20000 * 1e6, 3)
         for batch in (1000, 100, 10):
-            kw: dict[str, Any] = {"eta": eta, "q": q, "mu": mu, "batch": None if batch >= prob.n else batch}
+            kw: dict[str, Any] = {"steps": "paper", "eta": eta, "q": q, "mu": mu, "batch": None if batch >= prob.n else batch}
             fns: dict[str, Callable[[], Any]] = {
                 "bare": partial(bare_zo_sgd, prob, args.iters, eta, q, mu, batch, 1),
                 "zoframe": partial(zoframe.minimize, prob, "zo-sgd", rng=1, max_iter=args.iters, **kw),

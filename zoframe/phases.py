@@ -159,10 +159,10 @@ class Runaway:
             a = np.asarray(arr)
             if a.dtype.kind != "f" or a.size == 0:
                 continue
-            if not bool(np.isfinite(a).all()):
-                return f"{name} is not finite"
-            size = float(np.abs(a).max())
-            if size > bound:
+            size = float(np.abs(a).max())  # NaN or inf when an entry is: one reduction for both tests
+            if not size <= bound:
+                if not math.isfinite(size):
+                    return f"{name} is not finite"
                 return f"|{name}|_inf = {size:.3g} exceeds {bound:.3g} ({self.limit:g} times the starting point's scale)"
         if not math.isnan(value):
             if not math.isfinite(value):
@@ -305,7 +305,10 @@ class PhasedSolver(SolverBase):
         value = float(getattr(inner, "value", math.nan))
         if math.isnan(f_start) and not math.isnan(value):
             f_start = value
-        runaway = self.runaway
+        cache = self.__dict__
+        if "_runaway_cache" not in cache:  # the solver is frozen: its divergence test is the same on every step
+            cache["_runaway_cache"] = self.runaway
+        runaway = cache["_runaway_cache"]
         why = None if runaway is None else runaway.check(self._phase_outputs(phase, inner), value, state.x0_scale, f_start)
         end = (
             PhaseEnd(End.DIVERGED, f"diverged at iteration {t} in the {phase.name}: {why}") if why is not None
