@@ -400,9 +400,9 @@ def test_a_degenerate_optimum_with_more_active_constraints_than_the_old_cap() ->
 
 def test_a_constrained_problem_with_variables_of_sizes_1e_3_to_1e3_is_certified_in_their_units() -> None:
     """Rosenbrock (d = 10) in u = s x with s from 1e-3 to 1e3 and a halfspace that cuts off its minimiser: its KKT
-    point passes with the residual of steps in each variable's own size (about 2e-6; steps of size 1 on a variable
-    of size 1e-3 gave 4e-4, and 0.1 on a 10,000-halfspace version), and the point moved by 1 % of its smallest
-    variable is refused."""
+    point passes at tol 1e-4 with the residual of steps in each variable's own size (about 2e-6; steps of size 1 on a
+    variable of size 1e-3 gave 4e-4, and 0.1 on a 10,000-halfspace version), and the point moved by 1 % of its
+    smallest variable is refused."""
     from scipy.optimize import minimize as scipy_minimize
     from scipy.optimize import rosen, rosen_der
 
@@ -420,8 +420,34 @@ def test_a_constrained_problem_with_variables_of_sizes_1e_3_to_1e3_is_certified_
     ref = scipy_minimize(rosen, 0.5 * np.ones(d), jac=rosen_der, method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000},
                          constraints=[{"type": "ineq", "fun": lambda x: (d - 1.0) - x.sum(), "jac": lambda x: -np.ones(d)}])
     assert ref.success and abs(ref.x.sum() - (d - 1.0)) < 1e-9
-    c = _cert(prob, s * ref.x)
+    c = _cert(prob, s * ref.x, tol=1e-4)  # steps of size max(1, |x_k|) alone: residual 4e-4, refused at 1e-4
     assert c.passed and c.residual <= 1e-5, c
+    assert _cert(prob, s * ref.x).passed
     off = s * ref.x
     off[np.argmin(s)] *= 1.01
-    assert not _cert(prob, off).passed
+    assert not _cert(prob, off).passed and not _cert(prob, off, tol=1e-4).passed
+
+
+def test_a_minimum_where_f_is_0_is_certified_with_noise_free_steps() -> None:
+    """Rosenbrock with an inactive constraint, 1e-8 from its minimiser where f = 0: the values' rounding looks like a
+    noise of 1e-4 relative to |f| ~ 1e-16, whose step (5 % of a variable) was refused (residual 1.4e-3); the
+    noise-free step's reading (its error bound from the same noise estimate) passes, and a point 1e-3 away is refused."""
+
+    def rosen(X: np.ndarray) -> np.ndarray:
+        out: np.ndarray = 100.0 * (X[:, 1] - X[:, 0] ** 2) ** 2 + (1.0 - X[:, 0]) ** 2
+        return out
+
+    prob = zoframe.Constrained(rosen, lambda X, idx: (X.sum(axis=1) - 3.0)[:, None] + 0.0 * idx[None, :], m=1,
+                               x0=np.array([-1.2, 1.0]))  # fmt: skip
+    x = np.array([1.0 + 1e-8, 1.0 + 2e-8])
+    c = _cert(prob, x)
+    assert c.passed and c.residual <= 1e-6, c
+    assert not _cert(prob, np.array([1.0 + 1e-3, 1.0])).passed
+
+
+def test_a_finite_sum_whose_minimum_is_0_is_certified_next_to_it() -> None:
+    """The same for a finite sum (a single component): certified 1e-8 from the minimiser, refused 1e-3 from it."""
+    prob = zoframe.FiniteSum(lambda X: 100.0 * (X[:, 1] - X[:, 0] ** 2) ** 2 + (1.0 - X[:, 0]) ** 2,
+                             x0=np.array([-1.2, 1.0]))  # fmt: skip
+    assert _cert(prob, np.array([1.0 + 1e-8, 1.0 + 2e-8])).passed
+    assert not _cert(prob, np.array([1.0 + 1e-3, 1.0])).passed

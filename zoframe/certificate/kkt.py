@@ -9,6 +9,7 @@ import numpy as np
 
 from zoframe.certificate._common import (
     _EPS,
+    _STEP,
     Evals,
     _bounds,
     _derivatives,
@@ -119,13 +120,48 @@ def _constrained_scales(x: Array, box: tuple[Array, Array] | None) -> Array:
 def _kkt(
     ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int, stated: NoiseSpec | None = None
 ) -> dict[str, Any]:
+    """The KKT test at ``x``: central differences with steps ``step * max(1, |x_k|)``, ``step`` sized to the
+    noise found at the point (:func:`~zoframe.certificate.noise.noise_step`). Where that reading fails, a second
+    reading of the same values may decide, and its verdict stands when it passes (each reading carries its own
+    error bound from the noise, so neither passes on noise):
+
+    * noise-free values on a point whose variables are of very different sizes (some below a tenth of
+      ``max(1, |x_k|)``, :func:`_constrained_scales`): steps in each variable's own size (a variable of size
+      ``1e-3`` next to others of size ``1e3`` differenced with a step of size 1 hides its own gradient);
+    * a noise level that made the step longer than the noise-free ``eps^(1/4)``: the noise-free step (the noise
+      is relative to ``|f(x)|``, which says nothing of the function's scale where ``f(x*) = 0``: there a noise of
+      ``1e-20`` on values of ``1e-16`` gave steps of 5 % of a variable).
+    """
+    first = _kkt_once(ev, x, tol, feas_tol, cap, probes, stated, own_scales=False, plain_step=False)
+    rounding, longer = bool(first.pop("_rounding")), bool(first.pop("_longer"))
+    if first["passed"]:
+        return first
+    second: dict[str, Any] | None = None
+    if rounding and ev.oracle.kind != "finite_sum":  # a finite sum's steps follow its variables' sizes already
+        own = _constrained_scales(x, _bounds(ev.oracle.feasible_set, x.shape[0]))
+        if bool(np.any(own < 0.1 * np.maximum(1.0, np.abs(x)))):
+            second = _kkt_once(ev, x, tol, feas_tol, cap, probes, stated, own_scales=True, plain_step=False)
+    elif longer:
+        second = _kkt_once(ev, x, tol, feas_tol, cap, probes, stated, own_scales=False, plain_step=True)
+    if second is None:
+        return first
+    second.pop("_rounding")
+    second.pop("_longer")
+    return second if second["passed"] else first
+
+
+def _kkt_once(
+    ev: Evals, x: Array, tol: float, feas_tol: float, cap: int, probes: int, stated: NoiseSpec | None,
+    own_scales: bool, plain_step: bool,
+) -> dict[str, Any]:
     oracle = ev.oracle
     d = x.shape[0]
     fs = oracle.feasible_set
     box = _bounds(fs, d)
     V0 = np.asarray(ev.objective(x[None, :])[0], dtype=np.float64)
     noise = objective_noise(ev.objective, x, V0, stated, point_scales(x, box), box)  # the noise: steps, error bounds
-    step = noise_step(noise, max(abs(float(V0.mean())), float(np.abs(V0).mean())))
+    noisy_step = noise_step(noise, max(abs(float(V0.mean())), float(np.abs(V0).mean())))
+    step = _STEP if plain_step else noisy_step
     scales: Array | None = None
     if oracle.kind == "finite_sum":  # the coordinates' own scales at the point (no floor of 1)
         scales = point_scales(x, box)
@@ -133,11 +169,7 @@ def _kkt(
         D = scaled_differences(x, scales, box, step)
     else:
         s = max(1.0, float(np.abs(x).max()))
-        # steps in each coordinate's own size where the values are noise-free; under noise the larger steps of size
-        # max(1, |x_k|) keep the noise's share of the differences small (a smaller step would only widen the
-        # error bound and leave more points noise-limited)
-        scales_c = _constrained_scales(x, box) if noise.rounding else np.maximum(1.0, np.abs(x))
-        D = scaled_differences(x, scales_c, box, step)
+        D = scaled_differences(x, _constrained_scales(x, box) if own_scales else np.maximum(1.0, np.abs(x)), box, step)
     obj = _objective_at(ev, x, D, V0, noise)
     ref = _reference(obj, s)
     band = 10.0 * tol * s
@@ -254,7 +286,8 @@ def _kkt(
     floor = max(residual - plain, 0.0)  # what the noise's error bounds add: about the smallest tolerance supported
     n_active = len(rows) + hx.shape[0]
     base = {"residual": residual, "scale": ref, "max_violation": viol, "n_active": n_active, "cap_hit": cap_hit,
-            "noise": noise.f, "noise_floor": floor, "noise_limited": False}  # fmt: skip
+            "noise": noise.f, "noise_floor": floor, "noise_limited": False, "_rounding": noise.rounding,
+            "_longer": noisy_step > _STEP}  # fmt: skip
     capped = f"; {n_active} nearly active used, the cap active_cap={cap} bound" if cap_hit else ""
     heard = f"; noise of the values {noise.f:.2g} ({noise.source})" if not noise.rounding else ""
     if viol is not None and viol > feas_tol:
