@@ -159,6 +159,12 @@ _PROBES = 5
 _FLOOR = 4.0
 #: an accepted noise level at most this many eps |value| is the rounding of the values (zoframe.noise.ROUNDING_FACTOR)
 _ROUNDING = 16.0
+#: once noise is seen, a difference step stays within this factor (and its inverse) of (noise / |f|)^(1/3) of the
+#: variable's size: the curvature behind the GMSW step comes from noisy second differences itself
+_SPREAD = 0.1
+#: the floor is judged only where the residual's error is at most this (relative as the residual, see _error): a
+#: gradient whose error exceeds its own scale (steps the noise or a bad curvature spoiled) shows no floor
+_ERR_MAX = 1.0
 #: points of the noise line (ECNoise)
 _NOISE_POINTS = 9
 #: the relative floor of a scale: at least this fraction of the typical size of the other variables
@@ -402,14 +408,16 @@ def precision_start(
 
 # ---------------------------------------------------------------------------------------------- the noise
 def _with_noise(
-    oracle: CountingOracle, st: PrecisionState, W: IntArray, rng: np.random.Generator, d2f: Array | None = None
+    oracle: CountingOracle, st: PrecisionState, W: IntArray, rng: np.random.Generator, d2f: Array | None = None,
+    pinned: bool = True,
 ) -> PrecisionState:
     """``st`` with the noise of the objective and of the constraints ``W`` (and the equalities) estimated at ``st.x``
     by ECNoise (:func:`zoframe.noise.estimate_noise`: 9 points of a random line in ``z``, one batched call of each kind
     per attempt, at most four attempts). The line keeps away from the bounds: a coordinate within 5 % of its scale
     of a bound does not move. ``d2f``: the objective's second differences of the central differences at ``x``,
     which a real noise level ``sigma`` fills with about ``sqrt(6) sigma`` each: a level ten times their median is
-    refused (a smooth function whose high derivatives passed ECNoise's tests). Nothing is evaluated when the budget left cannot pay for four attempts; the estimate
+    refused (a smooth function whose high derivatives passed ECNoise's tests). ``pinned=False``: nothing is estimated
+    at a point with every coordinate at a bound (at the start: a later estimate has a better point). Nothing is evaluated when the budget left cannot pay for four attempts; the estimate
     is made once per phase (``noise_kind`` says what it found)."""
     x, c = st.x, st.scale
     nI = int(W.shape[0])
@@ -418,7 +426,9 @@ def _with_noise(
         return st
     lo, hi = _bounds(oracle)
     free = ((x - lo) > 0.05 * c) & ((hi - x) > 0.05 * c)
-    if not free.any():
+    if not free.any():  # every coordinate at a bound: the line crosses them (a kink ECNoise can take for noise)
+        if not pinned:
+            return st
         free = np.ones_like(free)
     z0 = x / c
 
@@ -454,6 +464,17 @@ def _with_noise(
     )
 
 
+def _recheck(st: PrecisionState, dif: _Diffs) -> dict[str, Array]:
+    """The curvatures of ``dif`` judged again against the noise just estimated: those measured with steps sized to the
+    rounding pass :func:`_resolved` there, but a second difference of noisy values is mostly noise (``sqrt(6) sigma``):
+    kept only where they stand above the estimated noise (the next steps follow them)."""
+    if st.noise_kind != NOISE_SEEN:
+        return {}
+    cf = _resolved(dif.curv_f, _sigma_f(st, dif.fvals), dif.hf)
+    cg = _resolved(dif.curv_g, _sigma_g(st, dif.gvals), dif.hg) if dif.curv_g.shape[0] == dif.hg.shape[0] else dif.curv_g
+    return {"curv_f": cf, "curv_g": cg}
+
+
 def _sigma_f(st: PrecisionState, fvals: Array) -> float:
     """The noise of ``f`` behind the steps and the floor: the estimate, else the rounding of the values."""
     if math.isfinite(st.noise_f):
@@ -484,8 +505,9 @@ def _steps(st: PrecisionState, x: Array, noise: float, curv: Array) -> Array:
     known = np.isfinite(k) & (k > 0.0)
     opt = np.cbrt(3.0 * noise * c / np.where(known, k, 1.0))
     ratio = np.cbrt(noise / max(_EPS * max(abs(st.fx), 1e-300), 1e-300))
-    h = np.where(known, opt, base * ratio)
-    out: Array = np.clip(h, 1e-2 * base, 0.1 * size)
+    typical = base * ratio  # (noise / |f|)^(1/3) max(c_i, |x_i|): the step for a curvature of the value's size
+    h = np.where(known, np.clip(opt, _SPREAD * typical, typical / _SPREAD), typical)  # a curvature from noisy
+    out: Array = np.clip(h, 1e-2 * base, 0.1 * size)  # differences moves the step by at most _SPREAD^-1 either way
     return out
 
 
@@ -911,7 +933,7 @@ def _error(st: PrecisionState, dif: _Diffs, lam: Array, mu: Array) -> tuple[floa
 def _floor_end(st: PrecisionState, settings: PrecisionSettings, kkt: float, err: float) -> int | None:
     """At the noise floor (feasible, the residual within :data:`_FLOOR` times its error): ``NOISE_LIMITED``, or
     ``CONVERGED`` when the level the phase found is the rounding of the values; ``None`` otherwise."""
-    if not (st.violation <= settings.violation_tol and math.isfinite(err) and kkt <= _FLOOR * err):
+    if not (st.violation <= settings.violation_tol and math.isfinite(err) and err <= _ERR_MAX and kkt <= _FLOOR * err):
         return None
     return NOISE_LIMITED if st.noise_kind == NOISE_SEEN else CONVERGED
 
@@ -942,8 +964,20 @@ def precision_step(
         c = st.scale
     known = st.noise_kind  # what this iteration's difference steps were sized to
     if (st.it == 0 and settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN
-            and 4 * _noise_cost(oracle, int(W.shape[0])) <= iteration_cost(oracle, int(W.shape[0]))):
-        st = _with_noise(oracle, st, W, rng, dif.d2f)  # cheaper than an iteration: at once (the next steps follow it)
+            and _noise_cost(oracle, int(W.shape[0])) <= max(iteration_cost(oracle, int(W.shape[0])),
+                                                            0.05 * (remaining if remaining is not None else 0))):
+        st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=False)  # cheap: at once (the next steps follow it)
+        base.update(_recheck(st, dif))
+        again = oracle.remaining is None or oracle.remaining >= 2 * iteration_cost(oracle, int(W.shape[0]))
+        if st.noise_kind == NOISE_SEEN and again:  # the differences above had steps sized to the rounding, which
+            st = dataclasses.replace(st, curv_f=base["curv_f"], curv_g=base["curv_g"])  # noise spoils: again, with
+            dif = _gradients(oracle, st, W)  # steps sized to the noise (Gill, Murray, Saunders & Wright 1983)
+            if not dif.ok:
+                spent = oracle.calls - spent0
+                return dataclasses.replace(st, status=STALLED, why=WHY_NONFINITE, cost=spent, spent=st.spent + spent,
+                                           **base)  # fmt: skip
+            base.update(curv_f=dif.curv_f, curv_g=dif.curv_g)
+            known = NOISE_SEEN
     grad, gA, JA = dif.grad, dif.gA, dif.JA
     nI = W.shape[0]
     gW, J, hx, Jh = gA[:nI], JA[:nI], gA[nI:], JA[nI:]
@@ -989,7 +1023,7 @@ def precision_step(
     # infeasible (the second order of the constraints along noise-driven steps) is first put back on the
     # linearisation of its active rows (one pass), and the phase ends there when that is within violation_tol
     inside = float(np.sum(lam * np.abs(np.minimum(gW[pos], 0.0))))  # the complementarity of the rows that hold
-    at_floor = judged and qp.xi == 0.0 and kkt > settings.kkt_tol and kkt <= _FLOOR * err \
+    at_floor = judged and qp.xi == 0.0 and kkt > settings.kkt_tol and kkt <= _FLOOR * err and err <= _ERR_MAX \
         and abs(_dot(grad, p)) + inside <= _FLOOR * s_merit
     if at_floor and st.violation > settings.violation_tol:
         back = _back_on(oracle, st, W, gW, J, hx, Jh, pos, settings, K)
@@ -1106,10 +1140,24 @@ def precision_step(
             st = _with_noise(oracle, st, W, rng, dif.d2f)
             fresh = st.noise_kind != NOISE_UNKNOWN
             if st.noise_kind == NOISE_SEEN:  # B was built from differences the noise may have dominated: afresh
-                B = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B)))))
+                base.update(_recheck(st, dif))
+                B = _fresh(base["curv_f"], base["curv_g"], float(lam.sum() + np.abs(mu).sum()), c, B)
         # the floor is judged with steps sized to the noise: not right after the estimate, whose steps were not
         end = _floor_end(st, settings, kkt, err) if judged or (not fresh and st.noise_kind == NOISE_ROUNDING) else None
+        # the merit cannot decrease within the noise when the model without quasi-Newton memory (B reset to the measured
+        # curvature: a B built from noisy differences can predict a tiny decrease where a large one is left) predicts
+        # a decrease within the noise of the merit and the error the gradients' own error puts on that prediction
+        _, e_z = _error(st, dif, lam, mu)
+        unsure = float(np.sum(e_z * np.abs(qp.p)))
+        quiet = (judged and st.violation <= settings.violation_tol and err <= _ERR_MAX and _isotropic(B) and D < 0.0
+                 and -D <= _FLOOR * (s_merit + unsure))  # fmt: skip
+        renew = False
         if end is None and longer:  # the longer step showed no decrease above the noise either
+            if quiet:
+                end = NOISE_LIMITED
+            else:  # not yet judged with a B afresh
+                renew = True
+        if end is None and quiet and st.fails + (0 if fresh else 1) >= _FAILS:  # the last line search of a stall
             end = NOISE_LIMITED
         spent = oracle.calls - spent0
         if end is not None:  # as small as these values can show: stop here
@@ -1119,7 +1167,8 @@ def precision_step(
         # reset B (and the step bound) and try again; give up after _FAILS (a fresh noise estimate is no failure)
         fails = st.fails + (0 if fresh else 1)
         status = STALLED if fails >= _FAILS else RUNNING
-        B_new = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))) if fails > 1 else B
+        B_new = _fresh(base["curv_f"], base["curv_g"], float(lam.sum() + np.abs(mu).sum()), c, B) if renew or (fails > 1 and st.noise_kind == NOISE_SEEN) else (
+            np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))) if fails > 1 else B)
         return dataclasses.replace(
             st, B=B_new, fails=fails, status=status, why=WHY_NO_DECREASE, lam_idx=lam_idx, lam=lam, mu=mu,
             gL_prev=np.zeros(0), s_prev=np.zeros(0),
@@ -1217,6 +1266,24 @@ def _rescaled(oracle: CountingOracle, st: PrecisionState, dif: _Diffs) -> Precis
     return dataclasses.replace(
         st, scale=new, guess=np.zeros(0), delta=10.0 * max(1.0, float(np.abs(x / new).max(initial=0.0)))
     )
+
+
+def _isotropic(B: Array) -> bool:
+    """Whether ``B`` is a multiple of the identity (no quasi-Newton update since its last reset)."""
+    return bool(np.array_equal(B, B[0, 0] * np.eye(B.shape[0])))
+
+
+def _fresh(curv: Array, curv_g: Array, weight: float, c: Array, B: Array) -> Array:
+    """``B`` afresh once noise is seen: the identity times the median of the Lagrangian's resolved curvatures in z,
+    ``c_i^2 (|f''_ii| + (sum of the multipliers) max_j |g_j''_ii|)`` (a scale the noise does not blow up; the
+    constraints' share where resolved), else times ``max(1, median |B_ii|)``."""
+    d = c.shape[0]
+    cg = np.where(np.isfinite(curv_g), np.abs(curv_g), 0.0) if curv_g.shape[0] == d else np.zeros(d)
+    cz = c * c * (np.abs(curv) + weight * cg) if curv.shape[0] == d else np.full(d, np.nan)
+    good = np.isfinite(cz) & (cz > 0.0)
+    scale = float(np.median(cz[good])) if good.any() else max(1.0, float(np.median(np.abs(np.diagonal(B)))))
+    out: Array = np.eye(d) * scale
+    return out
 
 
 def _diagonal_start(st: PrecisionState) -> bool:
