@@ -165,6 +165,10 @@ _SPREAD = 0.1
 #: the floor is judged only where the residual's error is at most this (relative as the residual, see _error): a
 #: gradient whose error exceeds its own scale (steps the noise or a bad curvature spoiled) shows no floor
 _ERR_MAX = 1.0
+#: P6e: a full step is tried at most this many times longer (doubling)
+_EXPAND = 8.0
+#: P0: the noise is estimated again when |f| moved by more than this factor from where it was estimated
+_DRIFT = 10.0
 #: points of the noise line (ECNoise)
 _NOISE_POINTS = 9
 #: the relative floor of a scale: at least this fraction of the typical size of the other variables
@@ -263,6 +267,7 @@ class PrecisionState:
     floor_f: float = math.nan  # the noise level of f behind the last floor test (estimated, or the rounding)
     floor_m: float = math.nan  # the noise of the merit (f and the multipliers' share of the constraints') at the last test
     drop: float = math.nan  # the decrease of the merit the model predicted along the last QP step
+    noise_at: float = math.nan  # the objective's value at the point of the last noise estimate
 
     @property
     def violation(self) -> float:
@@ -273,7 +278,8 @@ class PrecisionState:
     _INTS = ("cand", "lam_idx", "pen_idx")
     _SCALARS = ("fx", "vmax", "best_f", "best_v", "best_pen", "sviol", "rho", "delta", "it", "fails", "slow", "resets",
                 "status", "why", "kkt", "kkt_err", "step", "working", "cost", "spent", "elastic", "dropped", "before",
-                "probes", "exchanges", "noise_f", "noise_g", "noise_kind", "noise_evals", "floor_f", "floor_m", "drop")  # fmt: skip
+                "probes", "exchanges", "noise_f", "noise_g", "noise_kind", "noise_evals", "floor_f", "floor_m", "drop",
+                "noise_at")  # fmt: skip
     _COUNTS = ("it", "fails", "slow", "resets", "status", "why", "working", "cost", "spent", "elastic", "dropped", "before",
                "probes", "exchanges", "noise_kind", "noise_evals")  # fmt: skip
 
@@ -460,7 +466,7 @@ def _with_noise(
     else:  # no level for the objective (a kink, a level its own differences do not show): not treated as noisy
         kind = NOISE_FAILED if not ok.any() else NOISE_ROUNDING
     return dataclasses.replace(
-        st, noise_f=nf, noise_g=ng, noise_kind=kind, noise_evals=st.noise_evals + oracle.calls - before
+        st, noise_f=nf, noise_g=ng, noise_kind=kind, noise_evals=st.noise_evals + oracle.calls - before, noise_at=st.fx
     )
 
 
@@ -942,9 +948,39 @@ def precision_step(
     oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None = None
 ) -> PrecisionState:
     """One iteration P1-P6 of the phase from ``st`` (see the module docstring); an ended phase stays as it is.
-    ``rng``: the random directions of the second-order probe (P5b) and of the noise line (``None``: neither)."""
+    ``rng``: the random directions of the second-order probe (P5b) and of the noise line (``None``: neither).
+
+    Once noise is seen, the estimate follows the point (P0): it is made again before the iteration when ``|f|``
+    moved by more than a factor :data:`_DRIFT` from the value where it was made (noise relative to the values shrinks
+    with them: steps and floor sized to a stale level are too coarse), and a noise floor (NOISE_LIMITED) is only
+    declared with an estimate made where ``|f|`` was at most twice its value now: otherwise the estimate is made there and the phase goes on
+    (the next iteration judges the floor again); when the budget left cannot pay for it, the phase ends BUDGET."""
     if st.status != RUNNING:
         return st
+    follow = settings.noise and rng is not None and st.noise_kind == NOISE_SEEN
+    spent0 = oracle.calls
+    if follow and math.isfinite(st.noise_at) and rng is not None and not (
+        abs(st.noise_at) / _DRIFT <= abs(st.fx) <= _DRIFT * abs(st.noise_at)
+    ):  # P0
+        st = _with_noise(oracle, st, np.union1d(st.lam_idx, st.cand).astype(np.intp), rng)
+    pre = oracle.calls - spent0
+    out = _iteration(oracle, st, settings, rng)
+    if pre:
+        out = dataclasses.replace(out, cost=out.cost + pre, spent=out.spent + pre)
+    if not (follow and rng is not None and out.status == NOISE_LIMITED and out.noise_at != out.fx
+            and abs(out.fx) < 0.5 * abs(out.noise_at)):  # |f| (and a noise relative to it) shrank since the estimate
+        return out
+    spent0 = oracle.calls
+    again = _with_noise(oracle, out, np.union1d(out.lam_idx, out.cand).astype(np.intp), rng)
+    more = oracle.calls - spent0
+    status = BUDGET if again.noise_at != again.fx else RUNNING  # no new estimate: no claim
+    return dataclasses.replace(again, status=status, why=WHY_NONE, cost=out.cost + more, spent=out.spent + more)
+
+
+def _iteration(
+    oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None
+) -> PrecisionState:
+    """P1-P6 (see :func:`precision_step`)."""
     spent0 = oracle.calls
     x = st.x
     d = x.shape[0]
@@ -1119,6 +1155,14 @@ def precision_step(
             alpha = min(max(a_new, 0.1 * alpha), 0.5 * alpha)
         else:  # a failed trial (a value not finite): a quarter of the step
             alpha *= 0.25
+    if accepted is not None and accepted is first and noisy and -D > relax:  # P6e: a full step that decreased the
+        gain, k = phi0 - accepted.phi(merit), 1.0  # merit by at least the model's prediction is tried twice as long
+        while gain >= -D * k and k < _EXPAND and 2.0 * k * step_z <= st.delta:  # (the model, a B from noisy
+            pt = _evaluate(oracle, x + 2.0 * k * p, K, W)  # differences, underrates the decrease: a B that
+            if not (pt.finite and pt.phi(merit) < accepted.phi(merit)):  # overrates the curvature keeps steps short)
+                break
+            gain, k, accepted = phi0 - pt.phi(merit), 2.0 * k, pt
+        alpha = k
     longer = False  # P6d: once noise is seen, a step whose predicted decrease is noise is tried longer, once
     if accepted is None and judged and D < 0.0 and -D <= _FLOOR * s_merit and st.violation <= settings.violation_tol:
         kappa = min(2.0 * _FLOOR * s_merit / -D, 1e3, st.delta / max(step_z, 1e-300))
@@ -1177,7 +1221,7 @@ def precision_step(
         )  # fmt: skip
     trial, ft, vt = accepted.x, accepted.f, accepted.ps.vmax
     s = (trial - x) / c
-    delta = max(st.delta * 2.0 if alpha == 1.0 and step_z >= 0.5 * st.delta else st.delta, delta_noise)
+    delta = max(st.delta * 2.0 if alpha >= 1.0 and alpha * step_z >= 0.5 * st.delta else st.delta, delta_noise)
     best_x, best_f, best_v, best_pen = st.best_x, st.best_f, st.best_v, st.best_pen
     # the best point: within violation_tol, by the merit (with this iteration's weights) rather than by f alone, so
     # that a point that buys objective with violation inside the band (approaching from outside) does not win over one
