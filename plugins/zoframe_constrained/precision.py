@@ -167,6 +167,11 @@ _SPREAD = 0.1
 _ERR_MAX = 1.0
 #: P6e: a full step is tried at most this many times longer (doubling)
 _EXPAND = 8.0
+#: the first second differences are rough (noise suspected, estimated at once) above this many eps^(2/3) |f|
+_ROUGH = 1e4
+#: a curvature measured before the noise was known is kept when above this many noise / h^2 (4 standard deviations
+#: of a second difference of noisy values, sqrt(6) noise / h^2 each)
+_NOISY_RESOLVED = 4.0 * math.sqrt(6.0)
 #: P0: the noise is estimated again when |f| moved by more than this factor from where it was estimated
 _DRIFT = 10.0
 #: points of the noise line (ECNoise)
@@ -476,9 +481,27 @@ def _recheck(st: PrecisionState, dif: _Diffs) -> dict[str, Array]:
     kept only where they stand above the estimated noise (the next steps follow them)."""
     if st.noise_kind != NOISE_SEEN:
         return {}
-    cf = _resolved(dif.curv_f, _sigma_f(st, dif.fvals), dif.hf)
-    cg = _resolved(dif.curv_g, _sigma_g(st, dif.gvals), dif.hg) if dif.curv_g.shape[0] == dif.hg.shape[0] else dif.curv_g
+    cf = _resolved(dif.curv_f, _sigma_f(st, dif.fvals), dif.hf, _NOISY_RESOLVED)
+    cg = (_resolved(dif.curv_g, _sigma_g(st, dif.gvals), dif.hg, _NOISY_RESOLVED) if dif.curv_g.shape[0] == dif.hg.shape[0]
+          else dif.curv_g)  # fmt: skip
     return {"curv_f": cf, "curv_g": cg}
+
+
+def _rough(d2f: Array, fvals: Array) -> bool:
+    """Whether the objective's second differences at the first steps (``eps^(1/3)`` of the variables' sizes) are
+    rough: their median above ``_ROUGH eps^(2/3) max |f|`` over the difference points, what a curvature of
+    ``_ROUGH |f|`` over the squared size of a variable gives; noise ``sigma`` puts about ``sqrt(6) sigma`` into each
+    (then the noise is estimated at once). Values all at 0 are not rough."""
+    seen = np.abs(d2f[np.isfinite(d2f)])
+    top = float(np.abs(fvals[np.isfinite(fvals)]).max(initial=0.0))
+    return bool(seen.shape[0] and top > 0.0 and float(np.median(seen)) > _ROUGH * _EPS ** (2.0 / 3.0) * top)
+
+
+def _side_stream(rng: np.random.Generator) -> np.random.Generator:
+    """A generator of its own, a function of ``rng``'s state that leaves it as it is: the bit generator jumped ahead
+    (``rng`` itself where the bit generator cannot jump)."""
+    jumped = getattr(rng.bit_generator, "jumped", None)
+    return np.random.Generator(jumped()) if callable(jumped) else rng
 
 
 def _sigma_f(st: PrecisionState, fvals: Array) -> float:
@@ -643,11 +666,11 @@ def _constraint_values(oracle: CountingOracle, X: Array, W: IntArray) -> Array:
     return parts[0] if len(parts) == 1 else np.hstack(parts)
 
 
-def _resolved(curv: Array, noise: float, h: Array) -> Array:
-    """``curv`` where it stands above the noise of a second difference (``4 noise / h^2``), NaN elsewhere."""
+def _resolved(curv: Array, noise: float, h: Array, margin: float = 4.0) -> Array:
+    """``curv`` where it stands above the noise of a second difference (``margin noise / h^2``), NaN elsewhere."""
     hh = np.maximum(h if curv.ndim == 1 else h[:, None], 1e-300)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        out: Array = np.where(np.abs(curv) > 4.0 * noise / (hh * hh), np.abs(curv), np.nan)
+        out: Array = np.where(np.abs(curv) > margin * noise / (hh * hh), np.abs(curv), np.nan)
     return out
 
 
@@ -999,10 +1022,18 @@ def _iteration(
         st = _rescaled(oracle, st, dif)
         c = st.scale
     known = st.noise_kind  # what this iteration's difference steps were sized to
-    if (st.it == 0 and settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN
-            and _noise_cost(oracle, int(W.shape[0])) <= max(iteration_cost(oracle, int(W.shape[0])),
-                                                            0.05 * (remaining if remaining is not None else 0))):
-        st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=False)  # cheap: at once (the next steps follow it)
+    cheap = 4 * _noise_cost(oracle, int(W.shape[0])) <= iteration_cost(oracle, int(W.shape[0]))
+    rough = not cheap and _rough(dif.d2f, dif.fvals) and _noise_cost(oracle, int(W.shape[0])) <= max(
+        iteration_cost(oracle, int(W.shape[0])), 0.05 * (remaining if remaining is not None else 0))
+    if st.it == 0 and settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN and (cheap or rough):
+        if cheap:
+            st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=False)  # cheap: at once (the next steps follow it)
+        else:  # rough first differences: noise suspected. The estimate draws from a stream of its own (the run's stays
+            # as it was) and counts only when it finds a level well above the rounding of the values
+            seen = _with_noise(oracle, st, W, _side_stream(rng), dif.d2f, pinned=False)
+            top = float(np.abs(dif.fvals).max(initial=0.0))
+            clear = seen.noise_kind == NOISE_SEEN and seen.noise_f >= _ROUGH * _EPS * top
+            st = seen if clear else dataclasses.replace(st, noise_evals=seen.noise_evals)
         base.update(_recheck(st, dif))
         again = oracle.remaining is None or oracle.remaining >= 2 * iteration_cost(oracle, int(W.shape[0]))
         if st.noise_kind == NOISE_SEEN and again:  # the differences above had steps sized to the rounding, which
@@ -1061,6 +1092,13 @@ def _iteration(
     inside = float(np.sum(lam * np.abs(np.minimum(gW[pos], 0.0))))  # the complementarity of the rows that hold
     at_floor = judged and qp.xi == 0.0 and kkt > settings.kkt_tol and kkt <= _FLOOR * err and err <= _ERR_MAX \
         and abs(_dot(grad, p)) + inside <= _FLOOR * s_merit
+    if at_floor and not _isotropic(B):  # the same with B afresh (the Lagrangian's measured curvature): a B built from
+        Bf = _fresh(base["curv_f"], base["curv_g"], float(lam.sum() + np.abs(mu).sum()), c, B)  # noisy differences
+        qf, _ = _solve(Bf, grad, gA, JA, x, lo, hi, c, st.delta, neq)  # can overrate the curvature and hide a decrease
+        pf = c * qf.p
+        pos_f = qf.lam_W > 0
+        at_floor = qf.xi == 0.0 and abs(_dot(grad, pf)) + float(np.sum(qf.lam_W[pos_f] * np.abs(np.minimum(
+            gW[pos_f], 0.0)))) <= _FLOOR * s_merit  # fmt: skip
     if at_floor and st.violation > settings.violation_tol:
         back = _back_on(oracle, st, W, gW, J, hx, Jh, pos, settings, K)
         if back is not None:
@@ -1165,7 +1203,7 @@ def _iteration(
         alpha = k
     longer = False  # P6d: once noise is seen, a step whose predicted decrease is noise is tried longer, once
     if accepted is None and judged and D < 0.0 and -D <= _FLOOR * s_merit and st.violation <= settings.violation_tol:
-        kappa = min(2.0 * _FLOOR * s_merit / -D, 1e3, st.delta / max(step_z, 1e-300))
+        kappa = min(2.0 * _FLOOR * s_merit / -D, 1e6, st.delta / max(step_z, 1e-300))
         if kappa > 1.0:
             pt = _evaluate(oracle, x + kappa * p, K, W)
             longer = True
@@ -1313,21 +1351,23 @@ def _rescaled(oracle: CountingOracle, st: PrecisionState, dif: _Diffs) -> Precis
 
 
 def _isotropic(B: Array) -> bool:
-    """Whether ``B`` is a multiple of the identity (no quasi-Newton update since its last reset)."""
-    return bool(np.array_equal(B, B[0, 0] * np.eye(B.shape[0])))
+    """Whether ``B`` is diagonal (no quasi-Newton update since its last reset: the identity, the measured curvatures)."""
+    return bool(np.array_equal(B, np.diag(np.diagonal(B))))
 
 
 def _fresh(curv: Array, curv_g: Array, weight: float, c: Array, B: Array) -> Array:
-    """``B`` afresh once noise is seen: the identity times the median of the Lagrangian's resolved curvatures in z,
-    ``c_i^2 (|f''_ii| + (sum of the multipliers) max_j |g_j''_ii|)`` (a scale the noise does not blow up; the
-    constraints' share where resolved), else times ``max(1, median |B_ii|)``."""
+    """``B`` afresh once noise is seen: the diagonal of the Lagrangian's resolved curvatures in z,
+    ``c_i^2 (|f''_ii| + (sum of the multipliers) max_j |g_j''_ii|)`` (the constraints' share where resolved; the
+    unresolved entries at the median of the others), else the identity times ``max(1, median |B_ii|)``."""
     d = c.shape[0]
     cg = np.where(np.isfinite(curv_g), np.abs(curv_g), 0.0) if curv_g.shape[0] == d else np.zeros(d)
     cz = c * c * (np.abs(curv) + weight * cg) if curv.shape[0] == d else np.full(d, np.nan)
     good = np.isfinite(cz) & (cz > 0.0)
-    scale = float(np.median(cz[good])) if good.any() else max(1.0, float(np.median(np.abs(np.diagonal(B)))))
-    out: Array = np.eye(d) * scale
-    return out
+    if not good.any():
+        out: Array = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B)))))
+        return out
+    diag: Array = np.diag(np.where(good, cz, float(np.median(cz[good]))))
+    return diag
 
 
 def _diagonal_start(st: PrecisionState) -> bool:
