@@ -30,20 +30,29 @@ therefore changes no decision of the phase. The violation test stays in the prob
 Noise. The values may be noisy (measurements, simulations, truncated iterations) or only rounded; either
 way they resolve differences down to a level ``sigma`` that the phase estimates with More & Wild's ECNoise
 (:func:`zoframe.noise.estimate_noise`: the objective and the working set's constraints at 9 points of a random
-line through ``x``, in ``z``), at the start when that costs less than one iteration and otherwise at the first
-line search that finds no decrease (then ``B``, built from differences the noise may have dominated, starts
-afresh). From then on the difference steps follow the noise and the curvature that
+line through ``x``, in ``z``), at the start when that costs less than one iteration or when the first second
+differences are rough (above ``1e4 eps^(2/3) max |f|``: then the differences are taken again with steps sized to
+the noise), and otherwise at the first line search that finds no decrease (then ``B``, built from differences the
+noise may have dominated, starts afresh from the measured curvatures, and curvatures measured before are kept only
+above four standard deviations of a noisy second difference). The estimate follows the point (P0). From then on
+the difference steps follow the noise and the curvature that
 the central differences measure anyway (second differences from the same points; Gill, Murray, Saunders &
 Wright, *Computing forward-difference intervals for numerical optimization*, SIAM J. Sci. Stat. Comput. 4,
 1983): ``h_i = (3 sigma c_i / |f''_ii|)^(1/3)`` per variable, one set of steps for the objective and one for the
-constraints (each call has its own points), kept within ``[1e-2 eps^(1/3), 0.1] max(c_i, |x_i|)``; before, the
+constraints (each call has its own points), within a factor 10 of ``(sigma / |f|)^(1/3) max(c_i, |x_i|)`` (the
+curvature itself comes from noisy differences) and ``[1e-2 eps^(1/3), 0.1] max(c_i, |x_i|)``; before, the
 step is ``eps^(1/3) max(c_i, |x_i|)``. The same estimate gives the error of the KKT residual
 (``sigma / h + h^2 |f'''| / 6`` per entry, the multipliers' share of the constraints' error included): a residual
-within :data:`_FLOOR` times its error, or a predicted change within that many times the noise of the merit, is as
-small as these values can show.
+within :data:`_FLOOR` times its error (an error at most the residual's scale: :data:`_ERR_MAX`), or a predicted
+change within that many times the noise of the merit, is as small as these values can show; a prediction counts
+only from a model without quasi-Newton memory (``B`` diagonal: reset to the measured curvatures), since a ``B``
+built from noisy differences can overrate the curvature and predict a tiny decrease where a large one is left.
 
 One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
 
+    P0  once noise is seen: the estimate is made again when |f| moved tenfold from where it was made (noise relative
+        to the values shrinks with them), and NOISE_LIMITED is only said with an estimate made where |f| was at most
+        twice its value now (else the estimate is made at the point and the phase goes on)
     P1  W = {j : lambda_j > 0 at the last QP} + the top-K constraints of the last full pass
     P2  grad f (all n components) and J_W by central differences: one objective call over 2d
         points, one constraint call over 2d + 1 points (g_W at x too), all inside the bounds; where a
@@ -57,9 +66,10 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
     P5  stop (CONVERGED) when the max violation over all m constraints (full pass) is <= violation_tol,
         the KKT residual |c (grad f + J_W^T lam + bounds)|_inf <= kkt_tol max(1, |c grad f|_inf), and the step
         |q|_inf <= xtol max(1, |z|_inf) or the predicted change |grad f^T p| + sum lam_j |g_j| <=
-        max(ftol max(1, |f|), 4 sigma_merit); at the noise floor (the residual within 4 times its error, the
-        predicted change within 4 sigma_merit, feasible) the phase ends NOISE_LIMITED, or CONVERGED when the
-        level it found is the rounding of the values (More & Wild's "no noise detected")
+        max(ftol max(1, |f|), 4 sigma_merit); at the noise floor (the residual within 4 times its error, that
+        error at most 1, the predicted change within 4 sigma_merit with B and with B afresh, feasible) the phase
+        ends NOISE_LIMITED, or CONVERGED when the level it found is the rounding of the values (More & Wild's
+        "no noise detected")
     P5b at such a point, a second-order probe: x +- t c v along two random directions v in the null space of
         the active gradients (those whose multiplier force exceeds 1e-8 max(1, |grad f|): a weakly active
         constraint does not bind the probe); a feasible probe point lower by more than 4 sigma (a saddle, a
@@ -86,9 +96,14 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         the identity; the third time, the phase has stalled (progress by crumbs: the model leads nowhere),
         unless it is at the noise floor
     P6d once noise is seen: when no trial is accepted and the decrease the model predicts along p is within 4
-        times the noise of the merit, the step is tried once more, longer (predicting 8 times that noise, at
-        most 1000 p, within the step bound): a decrease that stands out of the noise is taken, none means the
-        merit cannot decrease within the noise: the phase ends NOISE_LIMITED
+        times the noise of the merit, the step is tried once more, longer (predicting 8 times that noise, within
+        the step bound): a decrease that stands out of the noise is taken; none, with B without quasi-Newton
+        memory and the prediction within 4 times the noise of the merit plus the error the gradients' own error
+        puts on it (sum_i e_i |q_i|), means the merit cannot decrease within the noise: NOISE_LIMITED (also at the
+        last line search of a stall); with a B built from updates, B starts afresh from the measured curvatures
+    P6e once noise is seen: a full step that decreased the merit by at least the model's prediction is tried twice
+        as long (up to 8 p, within the step bound) while the merit keeps decreasing (a B from noisy differences
+        that overrates the curvature keeps steps short)
 
 A line search that finds no decrease (after the noise is estimated, if it was not yet) ends the phase at the
 noise floor as in P5; otherwise B is reset, and after four such line searches in a row the phase has stalled.
