@@ -485,9 +485,16 @@ def _with_noise(
         kind = NOISE_ROUNDING  # the objective's level is the rounding of its values
     else:  # no level for the objective (a kink, a level its own differences do not show): not treated as noisy
         kind = NOISE_FAILED if not ok.any() else NOISE_ROUNDING
+    nf, ng = _digits(nf), _digits(ng)  # the estimate's last bits can follow the arrays' memory alignment (BLAS)
     return dataclasses.replace(
         st, noise_f=nf, noise_g=ng, noise_kind=kind, noise_evals=st.noise_evals + oracle.calls - before, noise_at=st.fx
     )
+
+
+def _digits(v: float) -> float:
+    """``v`` to 6 significant digits (a noise estimate has fewer; the same run with other block sizes, on a pool or
+    through ask/tell must take the same decisions bit for bit)."""
+    return float(f"{v:.6g}") if math.isfinite(v) else v
 
 
 def _recheck(st: PrecisionState, dif: _Diffs) -> dict[str, Array]:
