@@ -492,9 +492,9 @@ def _with_noise(
 
 
 def _digits(v: float) -> float:
-    """``v`` to 6 significant digits (a noise estimate has fewer; the same run with other block sizes, on a pool or
+    """``v`` to 10 significant digits (a noise estimate has fewer; the same run with other block sizes, on a pool or
     through ask/tell must take the same decisions bit for bit)."""
-    return float(f"{v:.6g}") if math.isfinite(v) else v
+    return float(f"{v:.10g}") if math.isfinite(v) else v
 
 
 def _recheck(st: PrecisionState, dif: _Diffs) -> dict[str, Array]:
