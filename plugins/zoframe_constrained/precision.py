@@ -30,20 +30,29 @@ therefore changes no decision of the phase. The violation test stays in the prob
 Noise. The values may be noisy (measurements, simulations, truncated iterations) or only rounded; either
 way they resolve differences down to a level ``sigma`` that the phase estimates with More & Wild's ECNoise
 (:func:`zoframe.noise.estimate_noise`: the objective and the working set's constraints at 9 points of a random
-line through ``x``, in ``z``), at the start when that costs less than one iteration and otherwise at the first
-line search that finds no decrease (then ``B``, built from differences the noise may have dominated, starts
-afresh). From then on the difference steps follow the noise and the curvature that
+line through ``x``, in ``z``), at the start when that costs less than one iteration or when the first second
+differences are rough (above ``1e4 eps^(2/3) max |f|``: then the differences are taken again with steps sized to
+the noise), and otherwise at the first line search that finds no decrease (then ``B``, built from differences the
+noise may have dominated, starts afresh from the measured curvatures, and curvatures measured before are kept only
+above four standard deviations of a noisy second difference). The estimate follows the point (P0). From then on
+the difference steps follow the noise and the curvature that
 the central differences measure anyway (second differences from the same points; Gill, Murray, Saunders &
 Wright, *Computing forward-difference intervals for numerical optimization*, SIAM J. Sci. Stat. Comput. 4,
 1983): ``h_i = (3 sigma c_i / |f''_ii|)^(1/3)`` per variable, one set of steps for the objective and one for the
-constraints (each call has its own points), kept within ``[1e-2 eps^(1/3), 0.1] max(c_i, |x_i|)``; before, the
+constraints (each call has its own points), within a factor 10 of ``(sigma / |f|)^(1/3) max(c_i, |x_i|)`` (the
+curvature itself comes from noisy differences) and ``[1e-2 eps^(1/3), 0.1] max(c_i, |x_i|)``; before, the
 step is ``eps^(1/3) max(c_i, |x_i|)``. The same estimate gives the error of the KKT residual
 (``sigma / h + h^2 |f'''| / 6`` per entry, the multipliers' share of the constraints' error included): a residual
-within :data:`_FLOOR` times its error, or a predicted change within that many times the noise of the merit, is as
-small as these values can show.
+within :data:`_FLOOR` times its error (an error at most the residual's scale: :data:`_ERR_MAX`), or a predicted
+change within that many times the noise of the merit, is as small as these values can show; a prediction counts
+only from a model without quasi-Newton memory (``B`` diagonal: reset to the measured curvatures), since a ``B``
+built from noisy differences can overrate the curvature and predict a tiny decrease where a large one is left.
 
 One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
 
+    P0  once noise is seen: the estimate is made again when |f| moved tenfold from where it was made (noise relative
+        to the values shrinks with them), and NOISE_LIMITED is only said with an estimate made where |f| was at most
+        twice its value now (else the estimate is made at the point and the phase goes on)
     P1  W = {j : lambda_j > 0 at the last QP} + the top-K constraints of the last full pass
     P2  grad f (all n components) and J_W by central differences: one objective call over 2d
         points, one constraint call over 2d + 1 points (g_W at x too), all inside the bounds; where a
@@ -57,9 +66,10 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
     P5  stop (CONVERGED) when the max violation over all m constraints (full pass) is <= violation_tol,
         the KKT residual |c (grad f + J_W^T lam + bounds)|_inf <= kkt_tol max(1, |c grad f|_inf), and the step
         |q|_inf <= xtol max(1, |z|_inf) or the predicted change |grad f^T p| + sum lam_j |g_j| <=
-        max(ftol max(1, |f|), 4 sigma_merit); at the noise floor (the residual within 4 times its error, the
-        predicted change within 4 sigma_merit, feasible) the phase ends NOISE_LIMITED, or CONVERGED when the
-        level it found is the rounding of the values (More & Wild's "no noise detected")
+        max(ftol max(1, |f|), 4 sigma_merit); at the noise floor (the residual within 4 times its error, that
+        error at most 1, the predicted change within 4 sigma_merit with B and with B afresh, feasible) the phase
+        ends NOISE_LIMITED, or CONVERGED when the level it found is the rounding of the values (More & Wild's
+        "no noise detected")
     P5b at such a point, a second-order probe: x +- t c v along two random directions v in the null space of
         the active gradients (those whose multiplier force exceeds 1e-8 max(1, |grad f|): a weakly active
         constraint does not bind the probe); a feasible probe point lower by more than 4 sigma (a saddle, a
@@ -86,9 +96,14 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         the identity; the third time, the phase has stalled (progress by crumbs: the model leads nowhere),
         unless it is at the noise floor
     P6d once noise is seen: when no trial is accepted and the decrease the model predicts along p is within 4
-        times the noise of the merit, the step is tried once more, longer (predicting 8 times that noise, at
-        most 1000 p, within the step bound): a decrease that stands out of the noise is taken, none means the
-        merit cannot decrease within the noise: the phase ends NOISE_LIMITED
+        times the noise of the merit, the step is tried once more, longer (predicting 8 times that noise, within
+        the step bound): a decrease that stands out of the noise is taken; none, with B without quasi-Newton
+        memory and the prediction within 4 times the noise of the merit plus the error the gradients' own error
+        puts on it (sum_i e_i |q_i|), means the merit cannot decrease within the noise: NOISE_LIMITED (also at the
+        last line search of a stall); with a B built from updates, B starts afresh from the measured curvatures
+    P6e once noise is seen: a full step that decreased the merit by at least the model's prediction is tried twice
+        as long (up to 8 p, within the step bound) while the merit keeps decreasing (a B from noisy differences
+        that overrates the curvature keeps steps short)
 
 A line search that finds no decrease (after the noise is estimated, if it was not yet) ends the phase at the
 noise floor as in P5; otherwise B is reset, and after four such line searches in a row the phase has stalled.
@@ -159,6 +174,21 @@ _PROBES = 5
 _FLOOR = 4.0
 #: an accepted noise level at most this many eps |value| is the rounding of the values (zoframe.noise.ROUNDING_FACTOR)
 _ROUNDING = 16.0
+#: once noise is seen, a difference step stays within this factor (and its inverse) of (noise / |f|)^(1/3) of the
+#: variable's size: the curvature behind the GMSW step comes from noisy second differences itself
+_SPREAD = 0.1
+#: the floor is judged only where the residual's error is at most this (relative as the residual, see _error): a
+#: gradient whose error exceeds its own scale (steps the noise or a bad curvature spoiled) shows no floor
+_ERR_MAX = 1.0
+#: P6e: a full step is tried at most this many times longer (doubling)
+_EXPAND = 8.0
+#: the first second differences are rough (noise suspected, estimated at once) above this many eps^(2/3) |f|
+_ROUGH = 1e4
+#: a curvature measured before the noise was known is kept when above this many noise / h^2 (4 standard deviations
+#: of a second difference of noisy values, sqrt(6) noise / h^2 each)
+_NOISY_RESOLVED = 4.0 * math.sqrt(6.0)
+#: P0: the noise is estimated again when |f| moved by more than this factor from where it was estimated
+_DRIFT = 10.0
 #: points of the noise line (ECNoise)
 _NOISE_POINTS = 9
 #: the relative floor of a scale: at least this fraction of the typical size of the other variables
@@ -257,6 +287,7 @@ class PrecisionState:
     floor_f: float = math.nan  # the noise level of f behind the last floor test (estimated, or the rounding)
     floor_m: float = math.nan  # the noise of the merit (f and the multipliers' share of the constraints') at the last test
     drop: float = math.nan  # the decrease of the merit the model predicted along the last QP step
+    noise_at: float = math.nan  # the objective's value at the point of the last noise estimate
 
     @property
     def violation(self) -> float:
@@ -267,7 +298,8 @@ class PrecisionState:
     _INTS = ("cand", "lam_idx", "pen_idx")
     _SCALARS = ("fx", "vmax", "best_f", "best_v", "best_pen", "sviol", "rho", "delta", "it", "fails", "slow", "resets",
                 "status", "why", "kkt", "kkt_err", "step", "working", "cost", "spent", "elastic", "dropped", "before",
-                "probes", "exchanges", "noise_f", "noise_g", "noise_kind", "noise_evals", "floor_f", "floor_m", "drop")  # fmt: skip
+                "probes", "exchanges", "noise_f", "noise_g", "noise_kind", "noise_evals", "floor_f", "floor_m", "drop",
+                "noise_at")  # fmt: skip
     _COUNTS = ("it", "fails", "slow", "resets", "status", "why", "working", "cost", "spent", "elastic", "dropped", "before",
                "probes", "exchanges", "noise_kind", "noise_evals")  # fmt: skip
 
@@ -402,14 +434,16 @@ def precision_start(
 
 # ---------------------------------------------------------------------------------------------- the noise
 def _with_noise(
-    oracle: CountingOracle, st: PrecisionState, W: IntArray, rng: np.random.Generator, d2f: Array | None = None
+    oracle: CountingOracle, st: PrecisionState, W: IntArray, rng: np.random.Generator, d2f: Array | None = None,
+    pinned: bool = True,
 ) -> PrecisionState:
     """``st`` with the noise of the objective and of the constraints ``W`` (and the equalities) estimated at ``st.x``
     by ECNoise (:func:`zoframe.noise.estimate_noise`: 9 points of a random line in ``z``, one batched call of each kind
     per attempt, at most four attempts). The line keeps away from the bounds: a coordinate within 5 % of its scale
     of a bound does not move. ``d2f``: the objective's second differences of the central differences at ``x``,
     which a real noise level ``sigma`` fills with about ``sqrt(6) sigma`` each: a level ten times their median is
-    refused (a smooth function whose high derivatives passed ECNoise's tests). Nothing is evaluated when the budget left cannot pay for four attempts; the estimate
+    refused (a smooth function whose high derivatives passed ECNoise's tests). ``pinned=False``: nothing is estimated
+    at a point with every coordinate at a bound (at the start: a later estimate has a better point). Nothing is evaluated when the budget left cannot pay for four attempts; the estimate
     is made once per phase (``noise_kind`` says what it found)."""
     x, c = st.x, st.scale
     nI = int(W.shape[0])
@@ -418,7 +452,9 @@ def _with_noise(
         return st
     lo, hi = _bounds(oracle)
     free = ((x - lo) > 0.05 * c) & ((hi - x) > 0.05 * c)
-    if not free.any():
+    if not free.any():  # every coordinate at a bound: the line crosses them (a kink ECNoise can take for noise)
+        if not pinned:
+            return st
         free = np.ones_like(free)
     z0 = x / c
 
@@ -449,9 +485,45 @@ def _with_noise(
         kind = NOISE_ROUNDING  # the objective's level is the rounding of its values
     else:  # no level for the objective (a kink, a level its own differences do not show): not treated as noisy
         kind = NOISE_FAILED if not ok.any() else NOISE_ROUNDING
+    nf, ng = _digits(nf), _digits(ng)  # the estimate's last bits can follow the arrays' memory alignment (BLAS)
     return dataclasses.replace(
-        st, noise_f=nf, noise_g=ng, noise_kind=kind, noise_evals=st.noise_evals + oracle.calls - before
+        st, noise_f=nf, noise_g=ng, noise_kind=kind, noise_evals=st.noise_evals + oracle.calls - before, noise_at=st.fx
     )
+
+
+def _digits(v: float) -> float:
+    """``v`` to 10 significant digits (a noise estimate has fewer; the same run with other block sizes, on a pool or
+    through ask/tell must take the same decisions bit for bit)."""
+    return float(f"{v:.10g}") if math.isfinite(v) else v
+
+
+def _recheck(st: PrecisionState, dif: _Diffs) -> dict[str, Array]:
+    """The curvatures of ``dif`` judged again against the noise just estimated: those measured with steps sized to the
+    rounding pass :func:`_resolved` there, but a second difference of noisy values is mostly noise (``sqrt(6) sigma``):
+    kept only where they stand above the estimated noise (the next steps follow them)."""
+    if st.noise_kind != NOISE_SEEN:
+        return {}
+    cf = _resolved(dif.curv_f, _sigma_f(st, dif.fvals), dif.hf, _NOISY_RESOLVED)
+    cg = (_resolved(dif.curv_g, _sigma_g(st, dif.gvals), dif.hg, _NOISY_RESOLVED) if dif.curv_g.shape[0] == dif.hg.shape[0]
+          else dif.curv_g)  # fmt: skip
+    return {"curv_f": cf, "curv_g": cg}
+
+
+def _rough(d2f: Array, fvals: Array) -> bool:
+    """Whether the objective's second differences at the first steps (``eps^(1/3)`` of the variables' sizes) are
+    rough: their median above ``_ROUGH eps^(2/3) max |f|`` over the difference points, what a curvature of
+    ``_ROUGH |f|`` over the squared size of a variable gives; noise ``sigma`` puts about ``sqrt(6) sigma`` into each
+    (then the noise is estimated at once). Values all at 0 are not rough."""
+    seen = np.abs(d2f[np.isfinite(d2f)])
+    top = float(np.abs(fvals[np.isfinite(fvals)]).max(initial=0.0))
+    return bool(seen.shape[0] and top > 0.0 and float(np.median(seen)) > _ROUGH * _EPS ** (2.0 / 3.0) * top)
+
+
+def _side_stream(rng: np.random.Generator) -> np.random.Generator:
+    """A generator of its own, a function of ``rng``'s state that leaves it as it is: the bit generator jumped ahead
+    (``rng`` itself where the bit generator cannot jump)."""
+    jumped = getattr(rng.bit_generator, "jumped", None)
+    return np.random.Generator(jumped()) if callable(jumped) else rng
 
 
 def _sigma_f(st: PrecisionState, fvals: Array) -> float:
@@ -484,8 +556,9 @@ def _steps(st: PrecisionState, x: Array, noise: float, curv: Array) -> Array:
     known = np.isfinite(k) & (k > 0.0)
     opt = np.cbrt(3.0 * noise * c / np.where(known, k, 1.0))
     ratio = np.cbrt(noise / max(_EPS * max(abs(st.fx), 1e-300), 1e-300))
-    h = np.where(known, opt, base * ratio)
-    out: Array = np.clip(h, 1e-2 * base, 0.1 * size)
+    typical = base * ratio  # (noise / |f|)^(1/3) max(c_i, |x_i|): the step for a curvature of the value's size
+    h = np.where(known, np.clip(opt, _SPREAD * typical, typical / _SPREAD), typical)  # a curvature from noisy
+    out: Array = np.clip(h, 1e-2 * base, 0.1 * size)  # differences moves the step by at most _SPREAD^-1 either way
     return out
 
 
@@ -615,11 +688,11 @@ def _constraint_values(oracle: CountingOracle, X: Array, W: IntArray) -> Array:
     return parts[0] if len(parts) == 1 else np.hstack(parts)
 
 
-def _resolved(curv: Array, noise: float, h: Array) -> Array:
-    """``curv`` where it stands above the noise of a second difference (``4 noise / h^2``), NaN elsewhere."""
+def _resolved(curv: Array, noise: float, h: Array, margin: float = 4.0) -> Array:
+    """``curv`` where it stands above the noise of a second difference (``margin noise / h^2``), NaN elsewhere."""
     hh = np.maximum(h if curv.ndim == 1 else h[:, None], 1e-300)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        out: Array = np.where(np.abs(curv) > 4.0 * noise / (hh * hh), np.abs(curv), np.nan)
+        out: Array = np.where(np.abs(curv) > margin * noise / (hh * hh), np.abs(curv), np.nan)
     return out
 
 
@@ -911,7 +984,7 @@ def _error(st: PrecisionState, dif: _Diffs, lam: Array, mu: Array) -> tuple[floa
 def _floor_end(st: PrecisionState, settings: PrecisionSettings, kkt: float, err: float) -> int | None:
     """At the noise floor (feasible, the residual within :data:`_FLOOR` times its error): ``NOISE_LIMITED``, or
     ``CONVERGED`` when the level the phase found is the rounding of the values; ``None`` otherwise."""
-    if not (st.violation <= settings.violation_tol and math.isfinite(err) and kkt <= _FLOOR * err):
+    if not (st.violation <= settings.violation_tol and math.isfinite(err) and err <= _ERR_MAX and kkt <= _FLOOR * err):
         return None
     return NOISE_LIMITED if st.noise_kind == NOISE_SEEN else CONVERGED
 
@@ -920,9 +993,39 @@ def precision_step(
     oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None = None
 ) -> PrecisionState:
     """One iteration P1-P6 of the phase from ``st`` (see the module docstring); an ended phase stays as it is.
-    ``rng``: the random directions of the second-order probe (P5b) and of the noise line (``None``: neither)."""
+    ``rng``: the random directions of the second-order probe (P5b) and of the noise line (``None``: neither).
+
+    Once noise is seen, the estimate follows the point (P0): it is made again before the iteration when ``|f|``
+    moved by more than a factor :data:`_DRIFT` from the value where it was made (noise relative to the values shrinks
+    with them: steps and floor sized to a stale level are too coarse), and a noise floor (NOISE_LIMITED) is only
+    declared with an estimate made where ``|f|`` was at most twice its value now: otherwise the estimate is made there and the phase goes on
+    (the next iteration judges the floor again); when the budget left cannot pay for it, the phase ends BUDGET."""
     if st.status != RUNNING:
         return st
+    follow = settings.noise and rng is not None and st.noise_kind == NOISE_SEEN
+    spent0 = oracle.calls
+    if follow and math.isfinite(st.noise_at) and rng is not None and not (
+        abs(st.noise_at) / _DRIFT <= abs(st.fx) <= _DRIFT * abs(st.noise_at)
+    ):  # P0
+        st = _with_noise(oracle, st, np.union1d(st.lam_idx, st.cand).astype(np.intp), rng)
+    pre = oracle.calls - spent0
+    out = _iteration(oracle, st, settings, rng)
+    if pre:
+        out = dataclasses.replace(out, cost=out.cost + pre, spent=out.spent + pre)
+    if not (follow and rng is not None and out.status == NOISE_LIMITED and out.noise_at != out.fx
+            and abs(out.fx) < 0.5 * abs(out.noise_at)):  # |f| (and a noise relative to it) shrank since the estimate
+        return out
+    spent0 = oracle.calls
+    again = _with_noise(oracle, out, np.union1d(out.lam_idx, out.cand).astype(np.intp), rng)
+    more = oracle.calls - spent0
+    status = BUDGET if again.noise_at != again.fx else RUNNING  # no new estimate: no claim
+    return dataclasses.replace(again, status=status, why=WHY_NONE, cost=out.cost + more, spent=out.spent + more)
+
+
+def _iteration(
+    oracle: CountingOracle, st: PrecisionState, settings: PrecisionSettings, rng: np.random.Generator | None
+) -> PrecisionState:
+    """P1-P6 (see :func:`precision_step`)."""
     spent0 = oracle.calls
     x = st.x
     d = x.shape[0]
@@ -941,9 +1044,29 @@ def precision_step(
         st = _rescaled(oracle, st, dif)
         c = st.scale
     known = st.noise_kind  # what this iteration's difference steps were sized to
-    if (st.it == 0 and settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN
-            and 4 * _noise_cost(oracle, int(W.shape[0])) <= iteration_cost(oracle, int(W.shape[0]))):
-        st = _with_noise(oracle, st, W, rng, dif.d2f)  # cheaper than an iteration: at once (the next steps follow it)
+    cheap = 4 * _noise_cost(oracle, int(W.shape[0])) <= iteration_cost(oracle, int(W.shape[0]))
+    rough = not cheap and _rough(dif.d2f, dif.fvals) and _noise_cost(oracle, int(W.shape[0])) <= max(
+        iteration_cost(oracle, int(W.shape[0])), 0.05 * (remaining if remaining is not None else 0))
+    if st.it == 0 and settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN and (cheap or rough):
+        if cheap:
+            st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=False)  # cheap: at once (the next steps follow it)
+        else:  # rough first differences: noise suspected. The estimate draws from a stream of its own (the run's stays
+            # as it was) and counts only when it finds a level well above the rounding of the values
+            seen = _with_noise(oracle, st, W, _side_stream(rng), dif.d2f, pinned=False)
+            top = float(np.abs(dif.fvals).max(initial=0.0))
+            clear = seen.noise_kind == NOISE_SEEN and seen.noise_f >= _ROUGH * _EPS * top
+            st = seen if clear else dataclasses.replace(st, noise_evals=seen.noise_evals)
+        base.update(_recheck(st, dif))
+        again = oracle.remaining is None or oracle.remaining >= 2 * iteration_cost(oracle, int(W.shape[0]))
+        if st.noise_kind == NOISE_SEEN and again:  # the differences above had steps sized to the rounding, which
+            st = dataclasses.replace(st, curv_f=base["curv_f"], curv_g=base["curv_g"])  # noise spoils: again, with
+            dif = _gradients(oracle, st, W)  # steps sized to the noise (Gill, Murray, Saunders & Wright 1983)
+            if not dif.ok:
+                spent = oracle.calls - spent0
+                return dataclasses.replace(st, status=STALLED, why=WHY_NONFINITE, cost=spent, spent=st.spent + spent,
+                                           **base)  # fmt: skip
+            base.update(curv_f=dif.curv_f, curv_g=dif.curv_g)
+            known = NOISE_SEEN
     grad, gA, JA = dif.grad, dif.gA, dif.JA
     nI = W.shape[0]
     gW, J, hx, Jh = gA[:nI], JA[:nI], gA[nI:], JA[nI:]
@@ -989,8 +1112,15 @@ def precision_step(
     # infeasible (the second order of the constraints along noise-driven steps) is first put back on the
     # linearisation of its active rows (one pass), and the phase ends there when that is within violation_tol
     inside = float(np.sum(lam * np.abs(np.minimum(gW[pos], 0.0))))  # the complementarity of the rows that hold
-    at_floor = judged and qp.xi == 0.0 and kkt > settings.kkt_tol and kkt <= _FLOOR * err \
+    at_floor = judged and qp.xi == 0.0 and kkt > settings.kkt_tol and kkt <= _FLOOR * err and err <= _ERR_MAX \
         and abs(_dot(grad, p)) + inside <= _FLOOR * s_merit
+    if at_floor and not _isotropic(B):  # the same with B afresh (the Lagrangian's measured curvature): a B built from
+        Bf = _fresh(base["curv_f"], base["curv_g"], float(lam.sum() + np.abs(mu).sum()), c, B)  # noisy differences
+        qf, _ = _solve(Bf, grad, gA, JA, x, lo, hi, c, st.delta, neq)  # can overrate the curvature and hide a decrease
+        pf = c * qf.p
+        pos_f = qf.lam_W > 0
+        at_floor = qf.xi == 0.0 and abs(_dot(grad, pf)) + float(np.sum(qf.lam_W[pos_f] * np.abs(np.minimum(
+            gW[pos_f], 0.0)))) <= _FLOOR * s_merit  # fmt: skip
     if at_floor and st.violation > settings.violation_tol:
         back = _back_on(oracle, st, W, gW, J, hx, Jh, pos, settings, K)
         if back is not None:
@@ -1085,9 +1215,17 @@ def precision_step(
             alpha = min(max(a_new, 0.1 * alpha), 0.5 * alpha)
         else:  # a failed trial (a value not finite): a quarter of the step
             alpha *= 0.25
+    if accepted is not None and accepted is first and noisy and -D > relax:  # P6e: a full step that decreased the
+        gain, k = phi0 - accepted.phi(merit), 1.0  # merit by at least the model's prediction is tried twice as long
+        while gain >= -D * k and k < _EXPAND and 2.0 * k * step_z <= st.delta:  # (the model, a B from noisy
+            pt = _evaluate(oracle, x + 2.0 * k * p, K, W)  # differences, underrates the decrease: a B that
+            if not (pt.finite and pt.phi(merit) < accepted.phi(merit)):  # overrates the curvature keeps steps short)
+                break
+            gain, k, accepted = phi0 - pt.phi(merit), 2.0 * k, pt
+        alpha = k
     longer = False  # P6d: once noise is seen, a step whose predicted decrease is noise is tried longer, once
     if accepted is None and judged and D < 0.0 and -D <= _FLOOR * s_merit and st.violation <= settings.violation_tol:
-        kappa = min(2.0 * _FLOOR * s_merit / -D, 1e3, st.delta / max(step_z, 1e-300))
+        kappa = min(2.0 * _FLOOR * s_merit / -D, 1e6, st.delta / max(step_z, 1e-300))
         if kappa > 1.0:
             pt = _evaluate(oracle, x + kappa * p, K, W)
             longer = True
@@ -1106,10 +1244,24 @@ def precision_step(
             st = _with_noise(oracle, st, W, rng, dif.d2f)
             fresh = st.noise_kind != NOISE_UNKNOWN
             if st.noise_kind == NOISE_SEEN:  # B was built from differences the noise may have dominated: afresh
-                B = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B)))))
+                base.update(_recheck(st, dif))
+                B = _fresh(base["curv_f"], base["curv_g"], float(lam.sum() + np.abs(mu).sum()), c, B)
         # the floor is judged with steps sized to the noise: not right after the estimate, whose steps were not
         end = _floor_end(st, settings, kkt, err) if judged or (not fresh and st.noise_kind == NOISE_ROUNDING) else None
+        # the merit cannot decrease within the noise when the model without quasi-Newton memory (B reset to the measured
+        # curvature: a B built from noisy differences can predict a tiny decrease where a large one is left) predicts
+        # a decrease within the noise of the merit and the error the gradients' own error puts on that prediction
+        _, e_z = _error(st, dif, lam, mu)
+        unsure = float(np.sum(e_z * np.abs(qp.p)))
+        quiet = (judged and st.violation <= settings.violation_tol and err <= _ERR_MAX and _isotropic(B) and D < 0.0
+                 and -D <= _FLOOR * (s_merit + unsure))  # fmt: skip
+        renew = False
         if end is None and longer:  # the longer step showed no decrease above the noise either
+            if quiet:
+                end = NOISE_LIMITED
+            else:  # not yet judged with a B afresh
+                renew = True
+        if end is None and quiet and st.fails + (0 if fresh else 1) >= _FAILS:  # the last line search of a stall
             end = NOISE_LIMITED
         spent = oracle.calls - spent0
         if end is not None:  # as small as these values can show: stop here
@@ -1119,7 +1271,8 @@ def precision_step(
         # reset B (and the step bound) and try again; give up after _FAILS (a fresh noise estimate is no failure)
         fails = st.fails + (0 if fresh else 1)
         status = STALLED if fails >= _FAILS else RUNNING
-        B_new = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))) if fails > 1 else B
+        B_new = _fresh(base["curv_f"], base["curv_g"], float(lam.sum() + np.abs(mu).sum()), c, B) if renew or (fails > 1 and st.noise_kind == NOISE_SEEN) else (
+            np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B))))) if fails > 1 else B)
         return dataclasses.replace(
             st, B=B_new, fails=fails, status=status, why=WHY_NO_DECREASE, lam_idx=lam_idx, lam=lam, mu=mu,
             gL_prev=np.zeros(0), s_prev=np.zeros(0),
@@ -1128,7 +1281,7 @@ def precision_step(
         )  # fmt: skip
     trial, ft, vt = accepted.x, accepted.f, accepted.ps.vmax
     s = (trial - x) / c
-    delta = max(st.delta * 2.0 if alpha == 1.0 and step_z >= 0.5 * st.delta else st.delta, delta_noise)
+    delta = max(st.delta * 2.0 if alpha >= 1.0 and alpha * step_z >= 0.5 * st.delta else st.delta, delta_noise)
     best_x, best_f, best_v, best_pen = st.best_x, st.best_f, st.best_v, st.best_pen
     # the best point: within violation_tol, by the merit (with this iteration's weights) rather than by f alone, so
     # that a point that buys objective with violation inside the band (approaching from outside) does not win over one
@@ -1217,6 +1370,26 @@ def _rescaled(oracle: CountingOracle, st: PrecisionState, dif: _Diffs) -> Precis
     return dataclasses.replace(
         st, scale=new, guess=np.zeros(0), delta=10.0 * max(1.0, float(np.abs(x / new).max(initial=0.0)))
     )
+
+
+def _isotropic(B: Array) -> bool:
+    """Whether ``B`` is diagonal (no quasi-Newton update since its last reset: the identity, the measured curvatures)."""
+    return bool(np.array_equal(B, np.diag(np.diagonal(B))))
+
+
+def _fresh(curv: Array, curv_g: Array, weight: float, c: Array, B: Array) -> Array:
+    """``B`` afresh once noise is seen: the diagonal of the Lagrangian's resolved curvatures in z,
+    ``c_i^2 (|f''_ii| + (sum of the multipliers) max_j |g_j''_ii|)`` (the constraints' share where resolved; the
+    unresolved entries at the median of the others), else the identity times ``max(1, median |B_ii|)``."""
+    d = c.shape[0]
+    cg = np.where(np.isfinite(curv_g), np.abs(curv_g), 0.0) if curv_g.shape[0] == d else np.zeros(d)
+    cz = c * c * (np.abs(curv) + weight * cg) if curv.shape[0] == d else np.full(d, np.nan)
+    good = np.isfinite(cz) & (cz > 0.0)
+    if not good.any():
+        out: Array = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B)))))
+        return out
+    diag: Array = np.diag(np.where(good, cz, float(np.median(cz[good]))))
+    return diag
 
 
 def _diagonal_start(st: PrecisionState) -> bool:
