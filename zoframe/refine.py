@@ -319,11 +319,15 @@ def _probe(
         P = np.repeat(x[None, :], 2 * k, axis=0)
         P[np.arange(k), idx] += a
         P[k + np.arange(k), idx] -= b
-        vals = fn.differences(P, aux)
+        try:
+            vals = fn.differences(P, aux)
+        except NonFiniteValueError:  # the longer steps left the region where f is finite: the curvature stays unknown
+            return curv, points + 2 * k
         points += 2 * k
         span = a + b
-        c = 2.0 * (b * vals[:k] + a * vals[k:] - span * fx) / (a * b * span)
-        curv[idx] = _resolved(c, a, b, noise)
+        with np.errstate(invalid="ignore", over="ignore"):
+            c = 2.0 * (b * vals[:k] + a * vals[k:] - span * fx) / (a * b * span)
+        curv[idx] = _resolved(np.where(np.isfinite(c), c, np.nan), a, b, noise)
     return curv, points
 
 
@@ -591,6 +595,8 @@ def _bfgs(B: Array, s: Array, y: Array) -> Array:
     """Powell's damped BFGS update of ``B`` (Q4): ``y`` is blended with ``B s`` when ``s^T y < 0.2 s^T B s``."""
     Bs = B @ s
     sBs = float(s @ Bs)
+    if not bool(np.isfinite(y).all()):  # a difference gradient with a value of +inf in it: no curvature pair
+        return B
     sy = float(s @ y)
     if not (sBs > 0 and math.isfinite(sBs)):
         return B
