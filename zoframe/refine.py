@@ -12,7 +12,9 @@ One iteration (:func:`qn_step`, the lines ``# Q.k``)::
     Q1  the difference gradient at x: central differences at the start (2 d points, which also give the
         diagonal curvature), then forward differences (d points) while the gradient of the variables that no
         bound holds is large next to their error, central ones for good after that; the points inside the
-        box, one batched call (Smooth.differences)
+        box, one batched call (Smooth.differences); a diagonal curvature whose second difference is within a few
+        times the noise's error is not kept (nan: not measured); at the start, the coordinates left without one are
+        measured again with steps 100 times longer (at most 3 rounds, at most 100 s_i, one batched call each)
     Q2  the direction: box or no set: the quasi-Newton step -B_FF^{-1} g_F on the free variables (those
         not held at a bound by the gradient); another convex set: the spectral projected gradient
         (Birgin, Martinez & Raydan 2000) P(x - lam g) - x with the Barzilai-Borwein length lam
@@ -237,10 +239,11 @@ def _steps(central: bool, noise: float, curv: Array, scale: Array) -> Array:
 
 # ---------------------------------------------------------------------------------------------- gradient
 def _gradient(
-    fn: Smooth, x: Array, fx: float, aux: Array, h: Array, central: bool, region: Region
+    fn: Smooth, x: Array, fx: float, aux: Array, h: Array, central: bool, region: Region, noise: float = 0.0
 ) -> tuple[Array, Array, int]:
     """``(g, curvature or nan, points)``: forward or central differences, one batched call, points inside the
-    box (one-sided where a bound is closer than the step). Q1."""
+    box (one-sided where a bound is closer than the step). Q1. A curvature whose second difference does not stand
+    above the noise of the values (:func:`_resolved`) is ``nan``: not measured."""
     d = x.shape[0]
     up = np.full(d, np.inf) if not region.box else np.asarray(region.upper) - x
     down = np.full(d, np.inf) if not region.box else x - np.asarray(region.lower)
@@ -268,7 +271,64 @@ def _gradient(
     g = np.where(span > 0, (vp - vm) / np.where(span > 0, span, 1.0), 0.0)
     both = (a > 0) & (b > 0)
     curv = np.where(both, 2.0 * (b * vp + a * vm - span * fx) / np.where(both, a * b * span, 1.0), np.nan)
-    return np.asarray(g, dtype=np.float64), np.asarray(curv, dtype=np.float64), 2 * d
+    return np.asarray(g, dtype=np.float64), _resolved(curv, a, b, noise), 2 * d
+
+
+#: a second difference is a measurement when it is at least this many times its error from the noise
+_RESOLVE = 4.0
+#: rounds of the start's curvature probe (each one batched call on the unresolved coordinates) and its growth
+_PROBES, _PROBE_GROWTH = 3, 100.0
+
+
+def _resolved(curv: Array, a: Array, b: Array, noise: float) -> Array:
+    """``curv`` where its second difference stands above the noise, ``nan`` elsewhere. Values off by up to ``noise``
+    each put an error of at most ``4 noise / (a b)`` into the curvature of steps ``a``, ``b``; below a few times that
+    the number is the noise's and not the function's (a step that suits the gradient, ``noise^(1/3)`` of the scale,
+    is too short for the curvature of a coordinate whose scale is far too small: its noise curvature, many orders of
+    magnitude too large, made the model's diagonal hold that coordinate still)."""
+    if not noise > 0:
+        return np.asarray(curv, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        err = 4.0 * noise / (a * b)
+        ok = np.isfinite(curv) & (np.abs(curv) > _RESOLVE * err)
+    return np.asarray(np.where(ok, curv, np.nan), dtype=np.float64)
+
+
+def _probe(
+    fn: Smooth, x: Array, fx: float, aux: Array, h: Array, curv: Array, scale: Array, region: Region, noise: float
+) -> tuple[Array, int]:
+    """The curvature of the coordinates that the start's central differences did not resolve, measured with steps
+    :data:`_PROBE_GROWTH` times longer per round (at most :data:`_PROBES` rounds, at most ``100 s_i``, inside the
+    box), one batched call of ``2 k`` points per round for the ``k`` coordinates still unresolved; ``(curv,
+    points)``. Only the curvature (the model's diagonal, the steps, the scales' Newton growth) comes from the long
+    steps; the gradient stays the short steps' one."""
+    d = x.shape[0]
+    up = np.full(d, np.inf) if not region.box else np.asarray(region.upper) - x
+    down = np.full(d, np.inf) if not region.box else x - np.asarray(region.lower)
+    curv = curv.copy()
+    hp = h.copy()
+    points = 0
+    for _ in range(_PROBES):
+        longer = np.minimum(hp * _PROBE_GROWTH, 100.0 * scale)
+        idx = np.flatnonzero(~np.isfinite(curv) & (longer > hp) & (np.minimum(up, down) > hp))
+        if not idx.shape[0]:
+            break
+        hp = np.where(np.isin(np.arange(d), idx), longer, hp)
+        a, b = np.minimum(hp[idx], up[idx]), np.minimum(hp[idx], down[idx])
+        k = idx.shape[0]
+        P = np.repeat(x[None, :], 2 * k, axis=0)
+        P[np.arange(k), idx] += a
+        P[k + np.arange(k), idx] -= b
+        try:
+            vals = fn.differences(P, aux)
+        except NonFiniteValueError:  # the longer steps left the region where f is finite: the curvature stays unknown
+            return curv, points + 2 * k
+        points += 2 * k
+        span = a + b
+        with np.errstate(invalid="ignore", over="ignore"):
+            c = 2.0 * (b * vals[:k] + a * vals[k:] - span * fx) / (a * b * span)
+        curv[idx] = _resolved(np.where(np.isfinite(c), c, np.nan), a, b, noise)
+    return curv, points
 
 
 def _projected(x: Array, g: Array, region: Region, scale: Array) -> Array:
@@ -327,7 +387,9 @@ def qn_start(
         noise = _EPS * max(abs(value), 1e-300)
     noise = max(noise, _EPS * abs(value))
     h = _steps(True, noise, np.full(x.shape[0], np.nan), s)
-    g, curv, k = _gradient(fn, x, value, aux0, h, True, region)
+    g, curv, k = _gradient(fn, x, value, aux0, h, True, region, noise)
+    points += k
+    curv, k = _probe(fn, x, value, aux0, h, curv, s, region, noise)
     points += k
     d = x.shape[0]
     if region.project is not None and not region.box:
@@ -481,7 +543,7 @@ def _accept(
         err = float(np.max(_error(False, st.noise, hf, st.curv, st.scale), initial=0.0))
         central = _free_gradient(st, region) <= 100.0 * err
     h = _steps(central, st.noise, st.curv, st.scale)
-    g_new, curv, k = _gradient(fn, x_new, f_new, aux, h, central, region)
+    g_new, curv, k = _gradient(fn, x_new, f_new, aux, h, central, region, st.noise)
     curv = np.where(np.isfinite(curv), curv, st.curv)
     y_vec = g_new - st.g
     B, lam_new = st.B, lam
@@ -533,6 +595,8 @@ def _bfgs(B: Array, s: Array, y: Array) -> Array:
     """Powell's damped BFGS update of ``B`` (Q4): ``y`` is blended with ``B s`` when ``s^T y < 0.2 s^T B s``."""
     Bs = B @ s
     sBs = float(s @ Bs)
+    if not bool(np.isfinite(y).all()):  # a difference gradient with a value of +inf in it: no curvature pair
+        return B
     sy = float(s @ y)
     if not (sBs > 0 and math.isfinite(sBs)):
         return B
@@ -569,7 +633,7 @@ def _no_decrease(fn: Smooth, st: QNState, region: Region, settings: RefineSettin
         )  # fmt: skip
     # central differences and a fresh model from the measured curvature
     h = _steps(True, st.noise, st.curv, st.scale)
-    g, curv, k = _gradient(fn, st.x, st.value, st.aux, h, True, region)
+    g, curv, k = _gradient(fn, st.x, st.value, st.aux, h, True, region, st.noise)
     curv = np.where(np.isfinite(curv), curv, st.curv)
     B = st.B
     if B.shape[0]:
