@@ -281,3 +281,15 @@ def test_console_script_finds_a_module_in_the_working_directory(user_module: Pat
     proc = subprocess.run([sys.executable, str(launcher)], cwd=user_module.parent, env=env, capture_output=True,
                           text=True, timeout=120)
     assert "Result(solver='nelder-mead'" in proc.stdout, proc.stderr
+
+
+def test_bounds_with_none_leave_that_side_free() -> None:
+    """``bounds=(0, None)`` is x >= 0 (the upper side free), ``(None, 1)`` is x <= 1: None was read as -inf on both
+    sides, so ``(0, None)`` was refused as a lower bound above its upper one."""
+    import zoframe
+
+    up = zoframe.FiniteSum(lambda X: (X**2).sum(axis=1), x0=np.ones(2), bounds=(0, None)).feasible_set
+    assert np.array_equal(up.lower, [0.0, 0.0]) and np.all(np.isposinf(up.upper))
+    down = zoframe.Constrained(lambda X: X.sum(axis=1), lambda X, idx: X[:, :1] + 0.0 * idx[None, :], m=1,
+                               x0=np.zeros(2), bounds=(None, 1.0)).feasible_set  # fmt: skip
+    assert np.all(np.isneginf(down.lower)) and np.array_equal(down.upper, [1.0, 1.0])

@@ -81,7 +81,8 @@ def _box(bounds: Any, dim: int, feasible_set: ConvexSet | None) -> ConvexSet | N
             "bounds must be a pair (lower, upper) of scalars or length-d arrays (use -inf / inf for a free side), "
             f"got {bounds!r}"
         )
-    lo, hi = (np.broadcast_to(np.asarray(-np.inf if v is None else v, dtype=np.float64), (dim,)).copy() for v in bounds)
+    lo, hi = (np.broadcast_to(np.asarray(free if v is None else v, dtype=np.float64), (dim,)).copy()
+              for v, free in zip(bounds, (-np.inf, np.inf)))  # None: a free side (-inf below, +inf above)
     if np.isnan(lo).any() or np.isnan(hi).any():
         raise InvalidInputError("bounds contain NaN; use -inf / inf for a free side")
     lo.setflags(write=False)
@@ -396,7 +397,7 @@ class Constrained:
 
     ``convex`` and ``black_box`` describe the constraints; ``violation_tol`` is the tolerance under
     which a point counts as feasible in traces and in ``Result.x_best``. Simple bounds
-    ``bounds=(lower, upper)`` (scalars or length-``d`` arrays, ``-inf`` / ``inf`` for a free side)
+    ``bounds=(lower, upper)`` (scalars or length-``d`` arrays, ``-inf`` / ``inf`` or ``None`` for a free side)
     are not constraints: they become the problem's ``feasible_set`` (a :class:`~zoframe.sets.Box`),
     which the constrained solvers keep by projection (every iterate, every evaluated point inside).
 
