@@ -13,6 +13,7 @@ from zoframe.certificate._common import (
     Evals,
     _bounds,
     _derivatives,
+    _difference_points,
     _Differences,
     _ratio,
     _unit,
@@ -169,7 +170,7 @@ def _kkt_once(
         D = scaled_differences(x, scales, box, step)
     else:
         s = max(1.0, float(np.abs(x).max()))
-        D = scaled_differences(x, _constrained_scales(x, box) if own_scales else np.maximum(1.0, np.abs(x)), box, step)
+        D = scaled_differences(x, _constrained_scales(x, box), box, step) if own_scales else _difference_points(x, box, step)
     obj = _objective_at(ev, x, D, V0, noise)
     ref = _reference(obj, s)
     band = 10.0 * tol * s
