@@ -351,8 +351,49 @@ def _alg(state: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- Algorithm 1
+class _SVRGEpochs:
+    """The epochs and the variance-reduced estimate shared by ZO-SVRG-ADMM (IJCAI 2019, Algorithm 1) and ZO-ProxSVRG:
+    ``m`` inner iterations per snapshot (``ceil(n / b)`` by default), the snapshot's full estimate at ``t = 0``.
+
+    Mixed into :class:`ZOSVRGADMM` and :class:`ZOProxSVRG`, whose dataclass fields ``m`` and ``b`` it reads and whose
+    base supplies ``_batch``."""
+
+    m: int | None
+    b: int
+
+    def _m(self, oracle: CountingOracle) -> int:
+        return int(self.m) if self.m is not None else max(1, math.ceil(oracle.n / self.b))
+
+    def epoch(self, oracle: CountingOracle) -> int:
+        return self._m(oracle)
+
+    def window(self, oracle: CountingOracle) -> int:
+        return 1
+
+    def full_estimate(self, st: Any) -> bool:
+        return bool(st.inner == 0)
+
+    def calls_per_step(self, oracle: CountingOracle, state: Any) -> int:
+        """steps='paper': ``2 d n`` at the start of an epoch (the snapshot), else ``2 * 2 d b`` (two base points)."""
+        return 2 * oracle.dim * oracle.n if _alg(state).inner == 0 else 4 * oracle.dim * self.b
+
+    def _svrg_gradient(self, oracle: CountingOracle, st: Any, k: Any, rng: np.random.Generator) -> tuple[Array, Array, Array]:
+        """``(g, x~, grad^ f(x~))``: Alg. 1 l.3-7 (ZO-ProxSVRG l.1-3). At ``t = 0`` a new epoch: ``x~ = x_t`` and its
+        full estimate (``2 d n`` calls), where the mini-batch terms of l.7 cancel (the batch is still drawn, to keep
+        the box's random stream); else ``g = grad^ f_I(x_t) - grad^ f_I(x~) + grad^ f(x~)`` in one call."""
+        x_snap, g_snap = st.x_snap, st.g_snap
+        if st.inner == 0:  # Alg. 1 l.3-4: new epoch, x~ = x_0^s and its full estimate
+            x_snap = st.x
+            g_snap = k.estimate(oracle, x_snap, None, rng, "snapshot").grad  # Alg. 1 l.4
+            rng.integers(0, oracle.n, size=self.b)  # Alg. 1 l.6 (drawn to keep the random stream of the box)
+            return g_snap, x_snap, g_snap  # Alg. 1 l.7 with x_t = x~: the mini-batch terms cancel
+        idx = self._batch(oracle, rng)  # type: ignore[attr-defined]  # Alg. 1 l.6 (the solver's base)
+        est = k.estimate(oracle, np.stack([st.x, x_snap]), idx, rng, "estimate").grad  # Alg. 1 l.7 (one call)
+        return est[0] - est[1] + g_snap, x_snap, g_snap  # Alg. 1 l.7
+
+
 @dataclass(frozen=True)
-class ZOSVRGADMM(_ADMMBase):
+class ZOSVRGADMM(_SVRGEpochs, _ADMMBase):
     """ZO-SVRG-ADMM: Algorithm 1 of Huang, Gao, Chen & Huang (IJCAI 2019).
 
     One ``step`` is one inner iteration ``t`` of epoch ``s`` (:meth:`box`)::
@@ -388,37 +429,12 @@ class ZOSVRGADMM(_ADMMBase):
         if self.m is not None:
             check_int("m", self.m)
 
-    def _m(self, oracle: CountingOracle) -> int:
-        return int(self.m) if self.m is not None else max(1, math.ceil(oracle.n / self.b))
-
-    def epoch(self, oracle: CountingOracle) -> int:
-        return self._m(oracle)
-
-    def window(self, oracle: CountingOracle) -> int:
-        return 1
-
-    def full_estimate(self, st: SVRGADMMState) -> bool:
-        return st.inner == 0
-
-    def calls_per_step(self, oracle: CountingOracle, state: Any) -> int:
-        """steps='paper': ``2 d n`` at the start of an epoch (the snapshot), else ``2 * 2 d b`` (two base points)."""
-        return 2 * oracle.dim * oracle.n if _alg(state).inner == 0 else 4 * oracle.dim * self.b
-
     def begin(self, oracle: CountingOracle, x0: Array, k: Any, rng: np.random.Generator) -> SVRGADMMState:
         s = self._start(oracle, x0)  # Alg. 1 l.2
         return SVRGADMMState(**s, x_snap=s["x"].copy(), g_snap=np.zeros(oracle.dim), inner=0)
 
     def box(self, oracle: CountingOracle, st: SVRGADMMState, k: Any, rng: np.random.Generator) -> SVRGADMMState:
-        x_snap, g_snap = st.x_snap, st.g_snap
-        if st.inner == 0:  # Alg. 1 l.3-4: new epoch, x~ = x_0^s and its full estimate
-            x_snap = st.x
-            g_snap = k.estimate(oracle, x_snap, None, rng, "snapshot").grad  # Alg. 1 l.4
-            g = g_snap  # Alg. 1 l.7 with x_t = x~: the mini-batch terms cancel
-            rng.integers(0, oracle.n, size=self.b)  # Alg. 1 l.6 (drawn to keep the random stream of the box)
-        else:
-            idx = self._batch(oracle, rng)  # Alg. 1 l.6
-            est = k.estimate(oracle, np.stack([st.x, x_snap]), idx, rng, "estimate").grad  # Alg. 1 l.7 (one call)
-            g = est[0] - est[1] + g_snap  # Alg. 1 l.7
+        g, x_snap, g_snap = self._svrg_gradient(oracle, st, k, rng)  # Alg. 1 l.3-7
         y = k.y_update(oracle, st.x, st.y, st.lam)  # Alg. 1 l.8: prox of psi_j / r_j
         x = k.x_update(oracle, st.x, y, st.lam, g)  # Alg. 1 l.9: argmin of (6)
         lam = k.dual_update(oracle, x, y, st.lam)  # Alg. 1 l.10: dual ascent
@@ -587,7 +603,7 @@ class _ProxBase(_ZOBase):
 
 
 @dataclass(frozen=True)
-class ZOProxSVRG(_ProxBase):
+class ZOProxSVRG(_SVRGEpochs, _ProxBase):
     """ZO-ProxSVRG with CooSGE: Huang, Gu, Huo, Chen & Huang (AAAI 2019), as compared in IJCAI 2019 section 6.
 
     ::
@@ -609,37 +625,12 @@ class ZOProxSVRG(_ProxBase):
         if self.m is not None:
             check_int("m", self.m)
 
-    def _m(self, oracle: CountingOracle) -> int:
-        return int(self.m) if self.m is not None else max(1, math.ceil(oracle.n / self.b))
-
-    def epoch(self, oracle: CountingOracle) -> int:
-        return self._m(oracle)
-
-    def window(self, oracle: CountingOracle) -> int:
-        return 1
-
-    def full_estimate(self, st: ProxSVRGState) -> bool:
-        return st.inner == 0
-
-    def calls_per_step(self, oracle: CountingOracle, state: Any) -> int:
-        """steps='paper': ``2 d n`` at the start of an epoch, else ``4 d b``."""
-        return 2 * oracle.dim * oracle.n if _alg(state).inner == 0 else 4 * oracle.dim * self.b
-
     def begin(self, oracle: CountingOracle, x0: Array, k: Any, rng: np.random.Generator) -> ProxSVRGState:
         s = self._start(oracle, x0)
         return ProxSVRGState(**s, x_snap=s["x"].copy(), g_snap=np.zeros(oracle.dim), inner=0)
 
     def box(self, oracle: CountingOracle, st: ProxSVRGState, k: Any, rng: np.random.Generator) -> ProxSVRGState:
-        x_snap, g_snap = st.x_snap, st.g_snap
-        if st.inner == 0:  # l.1
-            x_snap = st.x
-            g_snap = k.estimate(oracle, x_snap, None, rng, "snapshot").grad
-            g = g_snap
-            rng.integers(0, oracle.n, size=self.b)  # l.2 (terms cancel at x_t = x~)
-        else:
-            idx = self._batch(oracle, rng)  # l.2
-            est = k.estimate(oracle, np.stack([st.x, x_snap]), idx, rng, "estimate").grad
-            g = est[0] - est[1] + g_snap  # l.3
+        g, x_snap, g_snap = self._svrg_gradient(oracle, st, k, rng)  # l.1-3
         x, u = k.prox_step(oracle, st.x, st.u, g, self._pm(st))  # l.4
         return ProxSVRGState(
             x=x, u=u, t=st.t + 1, x_snap=x_snap, g_snap=g_snap, inner=(st.inner + 1) % self._m(oracle), **self._carry(st)

@@ -116,8 +116,39 @@ _STEPS_DOC = (
 )
 
 
+class _FiniteSumSolver(PhasedSolver):
+    """What ZO-SGD and ZO-signSGD share: the batch check, and the phases of ``steps``: the paper's iteration as one
+    phase (its Result is the paper's, with no phase notes or column), or the auto phases of
+    :func:`_auto_phases` (``sign``: the sign step)."""
+
+    sign: ClassVar[bool] = False
+    batch: int | None
+    steps: str
+
+    def validate(self, oracle: CountingOracle) -> None:
+        if self.batch is not None:
+            check_batch("batch", self.batch, oracle.n, "components")
+
+    def phases(self, oracle: CountingOracle) -> list[Phase]:
+        if self.steps == "paper":
+            return [PaperPhase("paper steps", self._paper_init, self._paper_step)]
+        return _auto_phases(self, oracle, sign=self.sign)
+
+    def trace_row(self, state: Any) -> dict[str, float]:
+        return {} if self.steps == "paper" else super().trace_row(state)
+
+    def final_notes(self, oracle: CountingOracle, state: Any) -> list[str]:
+        return [] if self.steps == "paper" else super().final_notes(oracle, state)
+
+    def _paper_init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> Any:
+        raise NotImplementedError
+
+    def _paper_step(self, oracle: CountingOracle, state: Any, rng: np.random.Generator) -> Any:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class ZOSGD(PhasedSolver):
+class ZOSGD(_FiniteSumSolver):
     """Zeroth-order (projected) SGD.
 
     Ghadimi & Lan, *Stochastic first- and zeroth-order methods for nonconvex stochastic
@@ -154,22 +185,6 @@ class ZOSGD(PhasedSolver):
         check_positive("mu", self.mu, "mu")
         _check_auto(self)
 
-    def validate(self, oracle: CountingOracle) -> None:
-        if self.batch is not None:
-            check_batch("batch", self.batch, oracle.n, "components")
-
-    def phases(self, oracle: CountingOracle) -> list[Phase]:
-        if self.steps == "paper":
-            return [PaperPhase("paper steps", self._paper_init, self._paper_step)]
-        return _auto_phases(self, oracle, sign=False)
-
-    def trace_row(self, state: Any) -> dict[str, float]:
-        return {} if self.steps == "paper" else super().trace_row(state)
-
-    def final_notes(self, oracle: CountingOracle, state: Any) -> list[str]:
-        # the paper's iteration is one phase: its Result is the paper's, with no phase notes or column
-        return [] if self.steps == "paper" else super().final_notes(oracle, state)
-
     def _paper_init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> SGDState:
         x = x0 if oracle.feasible_set is None else oracle.feasible_set.project(x0)
         return SGDState(x=np.array(x, dtype=np.float64, copy=True))
@@ -188,7 +203,7 @@ class ZOSGD(PhasedSolver):
 
 
 @dataclass(frozen=True)
-class ZOSignSGD(PhasedSolver):
+class ZOSignSGD(_FiniteSumSolver):
     """ZO-signSGD.
 
     Liu, Chen, Chen & Hong, *signSGD via zeroth-order oracle*, ICLR 2019, Algorithm 1
@@ -203,6 +218,7 @@ class ZOSignSGD(PhasedSolver):
     test, then the refinement on the full sum (see :mod:`zoframe_basic.phases`).
     """
 
+    sign: ClassVar[bool] = True  # the auto phases take the sign step
     problem_kinds: ClassVar[frozenset[str]] = frozenset({"finite_sum"})
     eta: float = param(1e-2, symbol="delta", doc="step size of the sign step (paper); first trial step relative to the variables' scale (auto)")
     q: int = param(10, symbol="q", doc="random directions per estimate")
@@ -227,22 +243,6 @@ class ZOSignSGD(PhasedSolver):
 
     def default_estimator(self) -> Estimator:
         return SphereEstimator(q=self.q, mu=self.mu)
-
-    def validate(self, oracle: CountingOracle) -> None:
-        if self.batch is not None:
-            check_batch("batch", self.batch, oracle.n, "components")
-
-    def phases(self, oracle: CountingOracle) -> list[Phase]:
-        if self.steps == "paper":
-            return [PaperPhase("paper steps", self._paper_init, self._paper_step)]
-        return _auto_phases(self, oracle, sign=True)
-
-    def trace_row(self, state: Any) -> dict[str, float]:
-        return {} if self.steps == "paper" else super().trace_row(state)
-
-    def final_notes(self, oracle: CountingOracle, state: Any) -> list[str]:
-        # the paper's iteration is one phase: its Result is the paper's, with no phase notes or column
-        return [] if self.steps == "paper" else super().final_notes(oracle, state)
 
     def _paper_init(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> SignState:
         x = x0 if oracle.feasible_set is None else oracle.feasible_set.project(x0)

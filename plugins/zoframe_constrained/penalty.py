@@ -593,6 +593,13 @@ class PenaltyPhase:
         """``p*(w) = argmax_p L(w, p) = Proj_Delta(beta phi(w) / lambda)``: one pass over all constraints."""
         return self._p_star(oracle, w, beta)[0]
 
+    @staticmethod
+    def _w1(oracle: CountingOracle, x0: Array) -> Array:
+        """``w_1``: a copy of ``x0``, projected onto the problem's simple set when it has one (Alg. 1 l.1)."""
+        w = np.array(x0, dtype=np.float64, copy=True)
+        box = oracle.feasible_set
+        return w if box is None else np.asarray(box.project(w), dtype=np.float64)
+
     def _p_star(self, oracle: CountingOracle, w: Array, beta: float | None = None) -> tuple[Array, float]:
         """``(p*(w), max_j |f_j(w)|)``.
 
@@ -852,10 +859,7 @@ class DSZOGPenalty(PenaltyPhase):
 
     def begin(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> DSZOGState:
         s = self.solver
-        w = np.array(x0, dtype=np.float64, copy=True)  # Alg. 1 l.1
-        box = oracle.feasible_set
-        if box is not None:
-            w = np.asarray(box.project(w), dtype=np.float64)
+        w = self._w1(oracle, x0)  # Alg. 1 l.1
         p, c0 = self._p_star(oracle, w)  # Alg. 1 l.2
         if s.sparse(oracle.m):
             support, values, floor = sparsify(p)
@@ -977,10 +981,7 @@ class ADSZOGPenalty(PenaltyPhase):
     def begin(self, oracle: CountingOracle, x0: Array, rng: np.random.Generator) -> ADSZOGState:
         s = self.solver
         m = oracle.m
-        w = np.array(x0, dtype=np.float64, copy=True)  # Alg. 1 l.1
-        box = oracle.feasible_set
-        if box is not None:
-            w = np.asarray(box.project(w), dtype=np.float64)
+        w = self._w1(oracle, x0)  # Alg. 1 l.1
         p, c0 = self._p_star(oracle, w)  # Alg. 1 l.2
         if s.sparse(m):
             support, values, floor = sparsify(p)

@@ -336,10 +336,9 @@ class PaperPhase:
 
 # --------------------------------------------------------------------------- zeroth order
 @dataclass(frozen=True)
-class ZOBlocks:
-    """The zeroth-order estimates of eqs. (8)-(9) for the auto phases (:class:`zoframe_minimax.adaptive.Blocks`):
-    ``(q + 1)`` points per estimate in ONE oracle call, the sample batch of the estimate or all ``n``, the radius
-    ``mu1`` / ``mu2`` when given, else ``sqrt(eps)`` times the block's scale."""
+class _SampledBlocks:
+    """The sampling both block estimators share: a batch of the block's size (``solver._batches()``) with its
+    weights, or all ``n`` components where ``full[block]``."""
 
     solver: Any
     full: tuple[bool, bool]
@@ -349,6 +348,13 @@ class ZOBlocks:
             return Sample(None, np.full(oracle.n, 1.0 / oracle.n))
         idx, w = _sample(oracle, self.solver._batches()[block], rng)
         return Sample(idx, w)
+
+
+@dataclass(frozen=True)
+class ZOBlocks(_SampledBlocks):
+    """The zeroth-order estimates of eqs. (8)-(9) for the auto phases (:class:`zoframe_minimax.adaptive.Blocks`):
+    ``(q + 1)`` points per estimate in ONE oracle call, the sample batch of the estimate or all ``n``, the radius
+    ``mu1`` / ``mu2`` when given, else ``sqrt(eps)`` times the block's scale."""
 
     def _mu(self, given: float | None, z: Array, scale: float) -> float:
         if given is not None:
@@ -652,18 +658,9 @@ class ZOSGDMSA(_Stochastic, _GDMSA):
 
 # --------------------------------------------------------------------------- first order
 @dataclass(frozen=True)
-class FOBlocks:
+class FOBlocks(_SampledBlocks):
     """White-box stochastic gradients for the auto phases: one gradient call per estimate (purpose ``gradient``),
     one value call per trial point (purpose ``step``)."""
-
-    solver: Any
-    full: tuple[bool, bool]
-
-    def sample(self, oracle: CountingOracle, block: int, rng: np.random.Generator) -> Sample:
-        if self.full[block]:
-            return Sample(None, np.full(oracle.n, 1.0 / oracle.n))
-        idx, w = _sample(oracle, self.solver._batches()[block], rng)
-        return Sample(idx, w)
 
     def _grads(self, oracle: CountingOracle, x: Array, y: Array, s: Sample) -> tuple[Array, Array]:
         gx, gy = oracle.minimax_gradients(x, y, s.idx)
