@@ -155,6 +155,9 @@ _EPS = float(np.finfo(np.float64).eps)
 #: central-difference step relative to max(c_i, |x_i|) (c the scales) before the noise is known: balances
 #: truncation and rounding (about 1e-10 accuracy)
 _H = _EPS ** (1.0 / 3.0)
+#: a second difference whose shorter side is below this fraction of the longer (a point next to a bound) gives no
+#: curvature
+_LOPSIDED = 0.1
 #: at most this many trial points per line search
 _TRIALS = 10
 #: consecutive line searches without an accepted point before the phase gives up (after resetting B)
@@ -191,6 +194,12 @@ _NOISY_RESOLVED = 4.0 * math.sqrt(6.0)
 _DRIFT = 10.0
 #: points of the noise line (ECNoise)
 _NOISE_POINTS = 9
+#: P0: with the noise not yet estimated, a KKT residual that has not halved in this many iterations while the objective
+#: moved by at most _FLAT_F of its size asks what the values can resolve (the estimate is made with the next
+#: iteration's differences; a noise above about 1e-7 of |f| shows in the first differences already, see _ROUGH)
+_FLAT, _FLAT_F = 5, 1e-6
+#: P3, once noise is seen: after this many quasi-Newton pairs in a row skipped as within the noise, B afresh
+_HIDDEN = 3
 #: the relative floor of a scale: at least this fraction of the typical size of the other variables
 _SCALE_FLOOR = 1e-4
 
@@ -288,6 +297,10 @@ class PrecisionState:
     floor_m: float = math.nan  # the noise of the merit (f and the multipliers' share of the constraints') at the last test
     drop: float = math.nan  # the decrease of the merit the model predicted along the last QP step
     noise_at: float = math.nan  # the objective's value at the point of the last noise estimate
+    kkt_low: float = math.inf  # the lowest KKT residual so far (the last one that halved the one before it)
+    flat: int = 0  # iterations since the KKT residual last halved kkt_low
+    f_low: float = math.nan  # the objective where kkt_low was set
+    hidden: int = 0  # consecutive quasi-Newton pairs skipped as within the noise (P3)
 
     @property
     def violation(self) -> float:
@@ -299,9 +312,9 @@ class PrecisionState:
     _SCALARS = ("fx", "vmax", "best_f", "best_v", "best_pen", "sviol", "rho", "delta", "it", "fails", "slow", "resets",
                 "status", "why", "kkt", "kkt_err", "step", "working", "cost", "spent", "elastic", "dropped", "before",
                 "probes", "exchanges", "noise_f", "noise_g", "noise_kind", "noise_evals", "floor_f", "floor_m", "drop",
-                "noise_at")  # fmt: skip
+                "noise_at", "kkt_low", "flat", "f_low", "hidden")  # fmt: skip
     _COUNTS = ("it", "fails", "slow", "resets", "status", "why", "working", "cost", "spent", "elastic", "dropped", "before",
-               "probes", "exchanges", "noise_kind", "noise_evals")  # fmt: skip
+               "probes", "exchanges", "noise_kind", "noise_evals", "flat", "hidden")  # fmt: skip
 
     def pack(self) -> tuple[Array, ...]:
         """The state as a tuple of arrays (what a checkpoint stores)."""
@@ -587,7 +600,9 @@ class _Diffs:
 def _one_sided(v0: Array, vp: Array, vm: Array, a: Array, b: Array) -> tuple[Array, Array]:
     """Derivatives and curvatures from ``v0`` at ``x`` and ``vp`` / ``vm`` at ``x + a_i e_i`` / ``x - b_i e_i``
     (``(d, k)`` values): central where both sides are finite, one-sided where one is not (a failed trial), NaN where
-    neither is; curvature where both are (NaN elsewhere)."""
+    neither is; curvature where both are and the shorter side is at least :data:`_LOPSIDED` of the longer (NaN
+    elsewhere: next to a bound the second difference over a side of ``1e-17`` is the noise of two nearly equal values
+    divided by a tiny product of steps, no curvature)."""
     A, Bm = a[:, None], b[:, None]
     fp, fm = np.isfinite(vp) & (A > 0), np.isfinite(vm) & (Bm > 0)
     span = np.where(fp, A, 0.0) + np.where(fm, Bm, 0.0)
@@ -596,7 +611,7 @@ def _one_sided(v0: Array, vp: Array, vm: Array, a: Array, b: Array) -> tuple[Arr
     num = np.where(fp & fm, up - down, np.where(fp, up - v0[None, :], np.where(fm, v0[None, :] - down, np.nan)))
     with np.errstate(invalid="ignore", divide="ignore"):
         grad = np.where(span > 0, num / np.where(span > 0, span, 1.0), np.nan)
-        both = fp & fm
+        both = fp & fm & (np.minimum(A, Bm) >= _LOPSIDED * np.maximum(A, Bm))
         curv = np.where(both, 2.0 * (Bm * up + A * down - (A + Bm) * v0[None, :]) / np.where(both, A * Bm * (A + Bm), 1.0),
                         np.nan)  # fmt: skip
     grad = np.where(np.isfinite(v0)[None, :], grad, np.nan)
@@ -1012,6 +1027,10 @@ def precision_step(
     out = _iteration(oracle, st, settings, rng)
     if pre:
         out = dataclasses.replace(out, cost=out.cost + pre, spent=out.spent + pre)
+    if out.it > st.it and math.isfinite(out.kkt):  # P0: how long the KKT residual has gone without halving
+        halved = out.kkt <= 0.5 * st.kkt_low
+        out = dataclasses.replace(out, kkt_low=out.kkt if halved else st.kkt_low, flat=0 if halved else st.flat + 1,
+                                  f_low=out.fx if halved else st.f_low)  # fmt: skip
     if not (follow and rng is not None and out.status == NOISE_LIMITED and out.noise_at != out.fx
             and abs(out.fx) < 0.5 * abs(out.noise_at)):  # |f| (and a noise relative to it) shrank since the estimate
         return out
@@ -1047,9 +1066,12 @@ def _iteration(
     cheap = 4 * _noise_cost(oracle, int(W.shape[0])) <= iteration_cost(oracle, int(W.shape[0]))
     rough = not cheap and _rough(dif.d2f, dif.fvals) and _noise_cost(oracle, int(W.shape[0])) <= max(
         iteration_cost(oracle, int(W.shape[0])), 0.05 * (remaining if remaining is not None else 0))
-    if st.it == 0 and settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN and (cheap or rough):
-        if cheap:
-            st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=False)  # cheap: at once (the next steps follow it)
+    stuck = st.flat >= _FLAT and abs(st.fx - st.f_low) <= _FLAT_F * max(abs(st.fx), abs(st.f_low))  # P0: noise suspected
+    if settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN and (
+        (st.it == 0 and (cheap or rough)) or stuck
+    ):
+        if cheap or stuck:  # cheap: at once (the next steps follow it); stuck: the values may resolve no more
+            st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=not stuck or st.it > 0)
         else:  # rough first differences: noise suspected. The estimate draws from a stream of its own (the run's stays
             # as it was) and counts only when it finds a level well above the rounding of the values
             seen = _with_noise(oracle, st, W, _side_stream(rng), dif.d2f, pinned=False)
@@ -1080,6 +1102,12 @@ def _iteration(
         # the differences resolve) says nothing of the curvature; the update is skipped (Xie, Byrd & Nocedal 2020)
         if not (st.noise_kind == NOISE_SEEN and float(np.linalg.norm(y)) <= 4.0 * math.sqrt(2.0) * float(np.linalg.norm(e_prev))):
             B = _bfgs(B, st.s_prev, y, first=st.it == 1 and not _diagonal_start(st))
+            base["hidden"] = 0
+        else:  # B learns nothing while the steps stay this short; a B that overrates the curvature keeps them short:
+            base["hidden"] = st.hidden + 1  # after _HIDDEN such pairs in a row, B afresh from the measured curvatures
+            if base["hidden"] >= _HIDDEN:
+                B = _fresh(base["curv_f"], base["curv_g"], float(st.lam.sum() + np.abs(st.mu).sum()), c, B)
+                base["hidden"] = 0
     elif st.it == 0:
         B = _first_matrix(dif.curv_f, c, B)
     lo, hi = _bounds(oracle)
@@ -1219,7 +1247,8 @@ def _iteration(
         gain, k = phi0 - accepted.phi(merit), 1.0  # merit by at least the model's prediction is tried twice as long
         while gain >= -D * k and k < _EXPAND and 2.0 * k * step_z <= st.delta:  # (the model, a B from noisy
             pt = _evaluate(oracle, x + 2.0 * k * p, K, W)  # differences, underrates the decrease: a B that
-            if not (pt.finite and pt.phi(merit) < accepted.phi(merit)):  # overrates the curvature keeps steps short)
+            if not (pt.finite and pt.phi(merit) < accepted.phi(merit)  # overrates the curvature keeps steps short;
+                    and pt.ps.vmax <= max(accepted.ps.vmax, settings.violation_tol)):  # not away from feasibility)
                 break
             gain, k, accepted = phi0 - pt.phi(merit), 2.0 * k, pt
         alpha = k
@@ -1281,7 +1310,14 @@ def _iteration(
         )  # fmt: skip
     trial, ft, vt = accepted.x, accepted.f, accepted.ps.vmax
     s = (trial - x) / c
-    delta = max(st.delta * 2.0 if alpha >= 1.0 and alpha * step_z >= 0.5 * st.delta else st.delta, delta_noise)
+    # the step bound: doubled after a full step that reached half of it; but a QP step that only the bound stopped (the
+    # model unbounded along the constraints' tangent plane) and whose violation outgrew both the one at x and the one
+    # the linearisation predicts halves the bound to the step instead: the merit alone does not stop an objective that
+    # falls faster outside the feasible set than its penalty grows (-x1 x2 x3 x4 outside an ellipsoid)
+    lin_t = max(float(np.max(gW + alpha * _mv(J, p), initial=0.0)), 0.0)
+    bound = step_z >= (1.0 - 1e-9) * st.delta and vt > max(2.0 * st.violation, 4.0 * lin_t, settings.violation_tol)
+    delta = max(0.5 * alpha * step_z if bound else st.delta * 2.0 if alpha >= 1.0 and alpha * step_z >= 0.5 * st.delta
+                else st.delta, delta_noise)  # fmt: skip
     best_x, best_f, best_v, best_pen = st.best_x, st.best_f, st.best_v, st.best_pen
     # the best point: within violation_tol, by the merit (with this iteration's weights) rather than by f alone, so
     # that a point that buys objective with violation inside the band (approaching from outside) does not win over one
@@ -1379,11 +1415,13 @@ def _isotropic(B: Array) -> bool:
 
 def _fresh(curv: Array, curv_g: Array, weight: float, c: Array, B: Array) -> Array:
     """``B`` afresh once noise is seen: the diagonal of the Lagrangian's resolved curvatures in z,
-    ``c_i^2 (|f''_ii| + (sum of the multipliers) max_j |g_j''_ii|)`` (the constraints' share where resolved; the
-    unresolved entries at the median of the others), else the identity times ``max(1, median |B_ii|)``."""
+    ``c_i^2 (|f''_ii| + (sum of the multipliers) max_j |g_j''_ii|)`` (each share where resolved, an unresolved
+    ``f''_ii`` counting 0 where the constraints' share is resolved; the entries with neither at the median of the
+    others), else the identity times ``max(1, median |B_ii|)``."""
     d = c.shape[0]
     cg = np.where(np.isfinite(curv_g), np.abs(curv_g), 0.0) if curv_g.shape[0] == d else np.zeros(d)
-    cz = c * c * (np.abs(curv) + weight * cg) if curv.shape[0] == d else np.full(d, np.nan)
+    cf = np.where(np.isnan(curv) & (weight * cg > 0.0), 0.0, np.abs(curv)) if curv.shape[0] == d else np.full(d, np.nan)
+    cz = c * c * (cf + weight * cg)
     good = np.isfinite(cz) & (cz > 0.0)
     if not good.any():
         out: Array = np.eye(d) * max(1.0, float(np.median(np.abs(np.diagonal(B)))))
