@@ -34,8 +34,10 @@ line through ``x``, in ``z``), at the start when that costs less than one iterat
 differences are rough (above ``1e4 eps^(2/3) max |f|``: then the differences are taken again with steps sized to
 the noise), and otherwise at the first line search that finds no decrease (then ``B``, built from differences the
 noise may have dominated, starts afresh from the measured curvatures, and curvatures measured before are kept only
-above four standard deviations of a noisy second difference). The estimate follows the point (P0). From then on
-the difference steps follow the noise and the curvature that
+above four standard deviations of a noisy second difference), or when the KKT residual has not halved in five
+iterations while ``f`` moved by at most ``1e-6`` of its size (a noise too small for the first differences to show,
+about ``1e-10`` of ``|f|``, that the quasi-Newton steps wander in). The estimate follows the point (P0). From then
+on the difference steps follow the noise and the curvature that
 the central differences measure anyway (second differences from the same points; Gill, Murray, Saunders &
 Wright, *Computing forward-difference intervals for numerical optimization*, SIAM J. Sci. Stat. Comput. 4,
 1983): ``h_i = (3 sigma c_i / |f''_ii|)^(1/3)`` per variable, one set of steps for the objective and one for the
@@ -52,15 +54,19 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
 
     P0  once noise is seen: the estimate is made again when |f| moved tenfold from where it was made (noise relative
         to the values shrinks with them), and NOISE_LIMITED is only said with an estimate made where |f| was at most
-        twice its value now (else the estimate is made at the point and the phase goes on)
+        twice its value now (else the estimate is made at the point and the phase goes on); before: it is made
+        when the KKT residual has not halved for five iterations while |f| moved by at most 1e-6 of itself
     P1  W = {j : lambda_j > 0 at the last QP} + the top-K constraints of the last full pass
     P2  grad f (all n components) and J_W by central differences: one objective call over 2d
         points, one constraint call over 2d + 1 points (g_W at x too), all inside the bounds; where a
         difference point's value is not finite (a failed trial: NaN / inf turned +inf), the one-sided
-        difference on the other side; the second differences give the curvatures of the steps
+        difference on the other side; the second differences give the curvatures of the steps (none where the
+        shorter side is below a tenth of the longer: next to a bound)
     P3  damped BFGS update of B (in z) with s = (x - x_prev) / c, y = c * (grad L(x, lam) - grad L(x_prev, lam));
         at the first iteration B = diag(c^2 |f''_ii|) when the measured curvatures spread over more than two
-        orders of magnitude, else the identity
+        orders of magnitude, else the identity; once noise is seen, a pair whose y is within the noise of the two
+        gradients is skipped, and after three such pairs in a row B starts afresh from the measured curvatures
+        (the constraints' share where the objective's is not resolved)
     P4  QP in z:  min 1/2 q^T B q + (c grad f)^T q  s.t.  g_W + J_W (c q) <= 0,  lo <= x + c q <= hi,
         |q|_inf <= Delta;  p = c q  (elastic variable xi in [0, 1] on the violated rows when it is inconsistent)
     P5  stop (CONVERGED) when the max violation over all m constraints (full pass) is <= violation_tol,
@@ -102,8 +108,11 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
         puts on it (sum_i e_i |q_i|), means the merit cannot decrease within the noise: NOISE_LIMITED (also at the
         last line search of a stall); with a B built from updates, B starts afresh from the measured curvatures
     P6e once noise is seen: a full step that decreased the merit by at least the model's prediction is tried twice
-        as long (up to 8 p, within the step bound) while the merit keeps decreasing (a B from noisy differences
-        that overrates the curvature keeps steps short)
+        as long (up to 8 p, within the step bound) while the merit keeps decreasing and the violation does not
+        grow (a B from noisy differences that overrates the curvature keeps steps short)
+    P6f the step bound doubles after a full step that reached half of it; a QP step that only the bound stopped
+        and whose violation outgrew both the one at x and four times the linearised one halves it to the step
+        (the merit does not stop an objective that falls faster outside the feasible set than its penalty grows)
 
 A line search that finds no decrease (after the noise is estimated, if it was not yet) ends the phase at the
 noise floor as in P5; otherwise B is reset, and after four such line searches in a row the phase has stalled.
@@ -1310,7 +1319,7 @@ def _iteration(
         )  # fmt: skip
     trial, ft, vt = accepted.x, accepted.f, accepted.ps.vmax
     s = (trial - x) / c
-    # the step bound: doubled after a full step that reached half of it; but a QP step that only the bound stopped (the
+    # P6f: the step bound doubled after a full step that reached half of it; but a QP step that only the bound stopped (the
     # model unbounded along the constraints' tangent plane) and whose violation outgrew both the one at x and the one
     # the linearisation predicts halves the bound to the step instead: the merit alone does not stop an objective that
     # falls faster outside the feasible set than its penalty grows (-x1 x2 x3 x4 outside an ellipsoid)
