@@ -115,3 +115,16 @@ def test_a_fresh_matrix_keeps_the_constraints_curvature_where_the_objectives_is_
     B = np.diag([1e3, 1e3, 1e3])
     out = _fresh(curv_f, curv_g, 0.5, c, B)
     np.testing.assert_allclose(np.diagonal(out), c * c * 0.5 * curv_g)
+
+
+def test_a_noise_line_pinned_at_a_corner_of_the_box_reads_no_kink_as_noise() -> None:
+    """HS234 without noise: its minimiser is a corner of the box (x1 = 0.2 at its bound, x2 1e-5 from it), so the
+    lines of the noise estimates (the phase's and the certificate's) cross a bound. Their points outside the box are
+    no values of the line: clipped, the kink was read as noise of 1.2e-8 and the run ended NOISE_LIMITED, refused
+    ("noise-limited: KKT residual between 0 and 1.27e+03"), at the optimum."""
+    tp = HS["hs234"]()
+    clean, f_star = tp.problem(), float(tp.f_star)
+    res = _run(clean, 0)
+    assert res.status.name == "CONVERGED", res.message
+    assert res.success, res.message
+    assert _rel(clean, res.x, f_star) <= 1e-8

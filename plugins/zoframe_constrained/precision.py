@@ -464,7 +464,8 @@ def _with_noise(
     per attempt, at most four attempts). The line keeps away from the bounds: a coordinate within 5 % of its scale
     of a bound does not move. ``d2f``: the objective's second differences of the central differences at ``x``,
     which a real noise level ``sigma`` fills with about ``sqrt(6) sigma`` each: a level ten times their median is
-    refused (a smooth function whose high derivatives passed ECNoise's tests). ``pinned=False``: nothing is estimated
+    refused (a smooth function whose high derivatives passed ECNoise's tests). A line point the box would move is no
+    value of the line (NaN: that attempt gives no level). ``pinned=False``: nothing is estimated
     at a point with every coordinate at a bound (at the start: a later estimate has a better point). Nothing is evaluated when the budget left cannot pay for four attempts; the estimate
     is made once per phase (``noise_kind`` says what it found)."""
     x, c = st.x, st.scale
@@ -481,13 +482,16 @@ def _with_noise(
     z0 = x / c
 
     def values(Z: Array) -> Array:
-        X = _inside(oracle, x[None, :] + c[None, :] * np.where(free[None, :], Z - z0[None, :], 0.0))
+        line = x[None, :] + c[None, :] * np.where(free[None, :], Z - z0[None, :], 0.0)
+        X = _inside(oracle, line)
         parts = [_objective(oracle, X)[:, None]]
         if nI:
             parts.append(np.asarray(oracle.constraints(X, W, purpose="precision"), dtype=np.float64))
         if oracle.m_eq:
             parts.append(np.asarray(oracle.equalities(X, None, purpose="precision"), dtype=np.float64))
-        return np.hstack(parts)
+        out = np.hstack(parts)
+        out[(X != line).any(axis=1)] = np.nan  # a point the box moved is off the line (a kink read as noise): no level
+        return out
 
     before = oracle.calls
     est = estimate_noise(values, z0, rng, points=_NOISE_POINTS)

@@ -100,7 +100,8 @@ def values_noise(
     ``magnitude``: the columns' sizes at ``x``), 0 where it finds the rounding alone or no level at all. ``scales``: the variables' scales at
     ``x`` (the line is drawn in the variables ``z = x / scales``, so that its steps are relative to each
     variable's own size, not to a floor of 1). ``box``: the line moves only along the variables that have room
-    inside it (at least 1e-3 of their scale to either bound), and every point is kept inside it."""
+    inside it (at least 1e-3 of their scale to either bound); a line point outside it is not a value of the line
+    (NaN: that attempt gives no level; clipped, it would put a kink in the table that ECNoise can read as noise)."""
     from zoframe.noise import estimate_noise
 
     c = point_scale_vector(x) if scales is None else np.asarray(scales, dtype=np.float64)
@@ -116,10 +117,13 @@ def values_noise(
     def in_z(Z: Array) -> Array:
         P = np.repeat(x[None, :], Z.shape[0], axis=0)
         P[:, free] = Z * c[free]
-        if box is not None:
-            P = np.clip(P, box[0], box[1])
-        out: Array = fun(P)
-        return out
+        if box is None:
+            out: Array = fun(P)
+            return out
+        Q = np.clip(P, box[0], box[1])
+        vals = np.array(fun(Q), dtype=np.float64)
+        vals[(Q != P).any(axis=1)] = np.nan  # a point the box moved is off the line (a kink read as noise): no level
+        return vals
 
     est = estimate_noise(in_z, x[free] / c[free], _point_generator(x), points=9)
     rounding = ROUNDING * _EPS * np.abs(magnitude)
