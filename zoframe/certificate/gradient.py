@@ -118,7 +118,7 @@ def _objective_at(ev: Evals, x: Array, D: _Differences, V0: Array | None = None,
 
 def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, force: Array, tol: float,
                       box: tuple[Array, Array] | None, scales: Array | None = None,
-                      err: Array | None = None) -> tuple[float, float]:  # fmt: skip
+                      err: Array | None = None, curv_lag: Array | None = None) -> tuple[float, float]:  # fmt: skip
     """The largest per-coordinate relative residual ``(|r_k| + e_k) / ref_k`` (the least favourable reading of the
     values), and the most favourable one ``(|r_k| - e_k)_+ / ref_k^+`` (the two agree for noise-free values).
 
@@ -129,7 +129,9 @@ def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, 
     coordinates, and variables of very different scales (``x_1 ~ 1e-3`` beside ``x_3 ~ 1e4``) let a point far
     from stationary in the large one pass on the small one's curvature. ``e_k``: the residual entry's error
     bound from the noise (``err``; default the gradient's, ``obj.gerr``), added to the residual and taken off
-    the gradient in the reference: a residual within its error is no evidence of stationarity.
+    the gradient in the reference: a residual within its error is no evidence of stationarity. ``curv_lag``: the
+    multipliers' share of the Lagrangian's curvature, ``sum_j lambda_j |g_j''_kk|``, added to ``|H_kk|`` (a
+    coordinate in which the objective and every active row are stationary is judged on the Lagrangian's curvature).
 
     With noise-free values (``obj.rounding``) the reference has the floor ``10 noise(f) / (span_k tol)``
     (``span_k`` the difference width): a residual at the differences' own rounding level does not fail (the
@@ -144,16 +146,17 @@ def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, 
         c = np.where(np.isfinite(width) & (width > 0), np.minimum(c, width), c)
     e = obj.gerr if err is None else err
     span = D.a + D.b
+    hk = np.abs(obj.curv) + (0.0 if curv_lag is None else curv_lag)
     if obj.rounding:  # noise-free values: the rounding floor, no error bounds
         floor = np.where(span > 0, 10.0 * obj.noise / (np.where(span > 0, span, 1.0) * tol), 0.0)
-        ref = np.maximum.reduce([np.abs(obj.grad), force, c * np.abs(obj.curv), obj.comp_coord, floor])
+        ref = np.maximum.reduce([np.abs(obj.grad), force, c * hk, obj.comp_coord, floor])
         plain = _entry_ratio(np.abs(resid), ref)
         return plain, plain
     # the least favourable reading of the values (the residual plus its error against the reference less it), and
     # the most favourable one (the residual less its error against the reference plus it): a failure of the
     # second is evidenced by the values; a failure of the first alone is the noise's
-    ref_lo = np.maximum.reduce([np.maximum(np.abs(obj.grad) - e, 0.0), force, c * np.abs(obj.curv), obj.comp_coord])
-    ref_hi = np.maximum.reduce([np.abs(obj.grad) + e, force, c * np.abs(obj.curv), obj.comp_coord])
+    ref_lo = np.maximum.reduce([np.maximum(np.abs(obj.grad) - e, 0.0), force, c * hk, obj.comp_coord])
+    ref_hi = np.maximum.reduce([np.abs(obj.grad) + e, force, c * hk, obj.comp_coord])
     return _entry_ratio(np.abs(resid) + e, ref_lo), _entry_ratio(np.maximum(np.abs(resid) - e, 0.0), ref_hi)
 
 

@@ -175,6 +175,7 @@ def _kkt_once(
     ref = _reference(obj, s)
     band = 10.0 * tol * s
     rows: list[Array] = []  # gradients of the nearly active constraints / bounds
+    curv_rows: list[Array] = []  # their curvatures |g_j''_kk| (0 for a bound, and where not resolved)
     vals: list[float] = []  # their values (<= 0 when satisfied)
     ids: list[int] = []  # constraint index, or -1 for a bound
     lengths: list[float] = []  # the length scale of each row's complementarity term
@@ -193,6 +194,7 @@ def _kkt_once(
         for sign, gap in ((-1.0, lo - x), (1.0, x - hi)):  # bound rows: g = lo - x <= 0, x - hi <= 0
             for i in np.flatnonzero(np.isfinite(gap) & (gap >= -10.0 * tol * blen)):
                 rows.append(sign * _unit(d, int(i)))
+                curv_rows.append(np.zeros(d))
                 vals.append(float(gap[i]))
                 ids.append(-1)
                 lengths.append(float(blen[i]))
@@ -225,10 +227,14 @@ def _kkt_once(
             if n_cand == 0:  # the constraints' noise, from the candidates closest to active (one line, 9 points)
                 sigma_c = _constraint_noise(ev, x, ids_b, vals_b, stated)
             Gc = np.empty((ids_b.shape[0], d))
+            Hc = np.empty((ids_b.shape[0], d))  # the rows' curvatures where they stand out of their noise, else 0
             for lo_i, hi_i in D.chunks(ids_b.shape[0]):  # one batched call per chunk of coordinates
                 C = ev.constraints(D.points(lo_i, hi_i), ids_b)  # (2k, K)
                 k = hi_i - lo_i
-                Gc[:, lo_i:hi_i] = _derivatives(vals_b, C[:k], C[k:], D.a[lo_i:hi_i], D.b[lo_i:hi_i])[0].T
+                gk, hk, nk = _derivatives(vals_b, C[:k], C[k:], D.a[lo_i:hi_i], D.b[lo_i:hi_i])
+                herr = 4.0 * sigma_c / np.maximum(D.a[lo_i:hi_i] * D.b[lo_i:hi_i], 1e-300)[:, None]
+                Gc[:, lo_i:hi_i] = gk.T
+                Hc[:, lo_i:hi_i] = np.where(np.abs(hk) > np.maximum(nk, 3.0 * herr), np.abs(hk), 0.0).T
             n_cand = hi_c
             gn = np.linalg.norm(Gc, axis=1)
             gn_max = max(gn_max, float(gn.max(initial=0.0)))
@@ -240,6 +246,7 @@ def _kkt_once(
             clen = np.where(gn > 0, clen, s)
             for j in near:
                 rows.append(Gc[j])
+                curv_rows.append(Hc[j])
                 vals.append(float(vals_b[j]))
                 ids.append(int(ids_b[j]))
                 lengths.append(float(clen[j]))
@@ -265,6 +272,10 @@ def _kkt_once(
         resid_vec = obj.grad
         r = float(np.linalg.norm(obj.grad))
         force = np.zeros(d)
+    # the multipliers' share of the Lagrangian's curvature, sum_j lambda_j |g_j''_kk|: with the objective's, the scale
+    # on which coordinate k's residual is judged (a coordinate where f and every row are stationary, so that the
+    # residual is the differences' truncation, is judged on the curvature of the Lagrangian, not on 0)
+    curv_lag = np.asarray(curv_rows, dtype=np.float64).reshape(len(rows), d).T @ lam if len(rows) else np.zeros(d)
     # the error bound of the residual vector: the gradient's and, through the multipliers, the constraint rows'
     # (each row's differences off by 4 sigma_j / span); the rows of the bounds are exact
     span = D.a + D.b
@@ -282,7 +293,8 @@ def _kkt_once(
         r = float(np.linalg.norm(x - np.asarray(fs.project(x - t * resid_vec), dtype=np.float64))) / t
         residual, plain = _ratio(r + e_r, ref), _ratio(max(r - e_r, 0.0), ref_hi)
     else:  # and coordinate by coordinate (variables of different scales)
-        ratio_c, plain_c = _coordinate_ratio(obj, x, D, resid_vec, force, tol, box, scales, err=err_vec)
+        ratio_c, plain_c = _coordinate_ratio(obj, x, D, resid_vec, force, tol, box, scales, err=err_vec,
+                                             curv_lag=curv_lag)  # fmt: skip
         residual, plain = max(residual, ratio_c), max(plain, plain_c)
     floor = max(residual - plain, 0.0)  # what the noise's error bounds add: about the smallest tolerance supported
     n_active = len(rows) + hx.shape[0]
