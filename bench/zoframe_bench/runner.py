@@ -450,7 +450,7 @@ def _execute(task: Task, reg: Registry, time_limit: float | None = None) -> RunR
         with _time_limit(time_limit):  # the run itself: building the instance and importing the solver are not timed
             res = minimize(runs_on, solver, rng=task.seed, registry=reg, max_calls=task.budget, record_every=0,
                            callback=callback, feasibility_tol=task.feasibility_tol, progress=False,
-                           nonfinite="inf" if fails else "raise")
+                           nonfinite="inf" if fails else "auto")
     except RunFailedError as exc:
         if exc.interrupted:  # Ctrl-C: stop the bench, not just this run
             raise KeyboardInterrupt from None
@@ -732,7 +732,8 @@ def run(
         run every problem of the suite under imperfect values (:mod:`zoframe.imperfect`, in this
         order: Gaussian noise of standard deviation ``noise``, ``kind`` ``"absolute"`` (``f + noise
         z``) or ``"relative"`` (``f (1 + noise z)``); rounding to ``digits`` significant digits; NaN at
-        a ``nan_fraction`` of the points, seen by the solver as ``+inf`` (``nonfinite="inf"``)), the
+        a ``nan_fraction`` of the points, seen by the solver as ``+inf`` (``nonfinite="inf"``; without it, each
+        solver's own default, ``nonfinite="auto"``, as ``minimize`` has it)), the
         randomness drawn from ``transform_seed`` and each point. The transforms are part of each
         run's key (:attr:`~zoframe_bench.store.Task.transform`): transformed and clean runs never
         mix in a store, and a sweep over levels resumes level by level. The bench measures every run
