@@ -1,4 +1,5 @@
-"""The KKT certificate's per-coordinate reference includes the multipliers' share of the Lagrangian's curvature.
+"""The KKT certificate's differences and references: the multipliers' share of the Lagrangian's curvature, and
+the three-point one-sided difference at a bound.
 
 At HS104's optimum the objective does not depend on x3 and x4, and the active constraint that does is stationary
 in them (d g3 / d x3 = 0 there): the residual of those coordinates is the differences' truncation (2e-8), and a
@@ -14,6 +15,7 @@ import numpy as np
 
 import zoframe
 from zoframe.certificate import certify
+from zoframe.imperfect import noisy
 from zoframe.oracle import CountingOracle
 from zoframe_constrained.suite import HS
 
@@ -47,3 +49,29 @@ def test_a_point_off_the_optimum_is_still_refused() -> None:
     assert float(oracle.monitor.constraints(x).max()) <= 1e-12
     cert = certify(CountingOracle(prob), x, tol=1e-3)
     assert not cert.passed, cert.message
+
+
+def test_a_slope_at_a_bound_is_not_read_over_a_step_that_crosses_the_minimiser() -> None:
+    """``sum (x - t)^4 + (x - t)^2`` in the box [-1, 1]^4 with ``t_4 = -0.993``: at ``x = t`` but ``x_4 = -1`` (the
+    bound, 0.007 below the minimiser) ``df/dx_4 = -0.014``, which no bound multiplier can hold. Under relative
+    noise 1e-4 of ``|f| = 5e-5`` the certificate's step is ``(sigma / |f|)^(1/3) = 0.036``, and a one-sided
+    difference over it read a positive slope: certified (a false claim, made by ``adszog`` on such a problem).
+    The three-point one-sided difference reads the slope to second order: refused, noisy or not."""
+    t = np.array([0.68, 0.24, -0.48, -0.993])
+
+    def f(X: np.ndarray) -> np.ndarray:
+        out: np.ndarray = ((X - t) ** 4 + (X - t) ** 2).sum(axis=1)
+        return out
+
+    def g(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.repeat((X.sum(axis=1) - 0.5)[:, None], idx.shape[0], axis=1)
+        return out
+
+    clean = zoframe.Constrained(f, g, m=1, x0=np.zeros(4), bounds=(-1.0, 1.0))
+    x = t.copy()
+    x[3] = -1.0
+    for seed in range(3):
+        cert = certify(CountingOracle(noisy(clean, 1e-4, kind="relative", seed=seed)), x, tol=1e-3)
+        assert not cert.passed, (seed, cert.message)
+    clean_cert = certify(CountingOracle(clean), x, tol=1e-3)
+    assert not clean_cert.passed and clean_cert.residual < 0.1, clean_cert.message

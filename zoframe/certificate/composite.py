@@ -180,11 +180,11 @@ def _composite(
     step = noise_step(noise, max(abs(float(V0.mean())), float(np.abs(V0).mean())))
     s0 = max(_nonzero_rms(x), 1.0)  # a first pass, to measure the curvature (a point near 0 has no scale of its own)
     D = _differences(x, s0, box, step)
-    obj = _objective_at(ev, x, D, V0, noise)
+    obj = _objective_at(ev, x, D, V0, noise, box)
     s = variables_scale(x, obj.f, float(np.abs(obj.curv).max(initial=0.0)))
     if s < 1e-2 * s0:  # steps of eps^(1/4) at the point's scale are too long for these units: once more at theirs
         D = _differences(x, s, box, step)
-        obj = _objective_at(ev, x, D, V0, noise)
+        obj = _objective_at(ev, x, D, V0, noise, box)
     span = D.a + D.b
     gerr = 0.0
     if obj.rounding:  # noise-free values: a residual at the differences' rounding does not fail

@@ -70,10 +70,18 @@ class _Objective:
     rounding: bool
 
 
-def _objective_at(ev: Evals, x: Array, D: _Differences, V0: Array | None = None, noise: Noise | None = None) -> _Objective:
+def _objective_at(
+    ev: Evals, x: Array, D: _Differences, V0: Array | None = None, noise: Noise | None = None,
+    box: tuple[Array, Array] | None = None,
+) -> _Objective:
     """f, its gradient and curvature at ``x`` from ``2 d + 1`` points (in chunks of coordinates), and the
     typical component gradient of a finite sum. ``V0``: the components' values at ``x`` if known; ``noise``:
-    the noise at ``x`` (:func:`zoframe.certificate.noise.objective_noise`; ``None``: the rounding alone)."""
+    the noise at ``x`` (:func:`zoframe.certificate.noise.objective_noise`; ``None``: the rounding alone).
+    ``box``: where a bound leaves one side only (``x`` at the bound), a third point twice as far on the open side
+    (one more call over those coordinates) makes the difference second-order and gives its curvature: a
+    one-sided difference is off by ``h |f''| / 2``, which a step sized to a noise relative to ``|f| ~ 0`` makes
+    larger than the gradient itself (a minimiser ``0.007`` inside a bound read as a positive slope over a step of
+    ``0.036``)."""
     d, n = x.shape[0], ev.oracle.n
     if V0 is None:
         V0 = ev.objective(x[None, :])[0]  # (n,)
@@ -108,12 +116,45 @@ def _objective_at(ev: Evals, x: Array, D: _Differences, V0: Array | None = None,
     herr = np.where(both, 4.0 * sigma / np.where(both, D.a * D.b, 1.0), 0.0)
     h = np.where(np.abs(h) > (hn if quiet else np.maximum(hn, 3.0 * herr)), h, 0.0)
     gerr = np.where(span > 0, 4.0 * sigma / np.where(span > 0, span, 1.0), 0.0)
+    g, h, gerr = _at_bounds(ev, x, D, box, f0, g, h, gerr, sigma, hn if quiet else None)
     if n > 1:
         comp = float(np.sqrt(sq).mean())
     else:  # one component: its gradient is the gradient, lowered by its error under noise
         comp_coord = np.abs(g) if quiet else np.maximum(np.abs(g) - gerr, 0.0)
         comp = float(np.linalg.norm(comp_coord))
     return _Objective(f0, g, h, comp, sigma, comp_coord, gerr, quiet)
+
+
+def _at_bounds(
+    ev: Evals, x: Array, D: _Differences, box: tuple[Array, Array] | None, f0: float, g: Array, h: Array, gerr: Array,
+    sigma: float, floor: Array | None,
+) -> tuple[Array, Array, Array]:
+    """The coordinates whose difference is one-sided (a bound at ``x`` on the other side), where the box holds a
+    third point ``x + 2 t e_k`` (``t`` the one step): the three-point one-sided derivative ``(-3 f_0 + 4 f_1 -
+    f_2) / (2 t)`` and curvature ``(f_0 - 2 f_1 + f_2) / t^2`` (kept above its rounding ``floor`` or, under
+    noise, above three times its noise error ``8 sigma / t^2``), the gradient's error ``2 sigma (3 + 4 + 1) /
+    (2 |t|)``. ``g``, ``h``, ``gerr`` as they were elsewhere."""
+    if box is None:
+        return g, h, gerr
+    t = np.where(D.b == 0.0, D.a, np.where(D.a == 0.0, -D.b, 0.0))
+    far = x + 2.0 * t
+    one = np.flatnonzero((t != 0.0) & (far >= box[0]) & (far <= box[1]))
+    if not one.shape[0]:
+        return g, h, gerr
+    k = one.shape[0]
+    P = np.repeat(x[None, :], 2 * k, axis=0)
+    P[np.arange(k), one] += t[one]
+    P[k + np.arange(k), one] += 2.0 * t[one]
+    F = np.asarray(ev.objective(P), dtype=np.float64).mean(axis=1)  # one call: the near and the far points
+    f1, f2, tk = F[:k], F[k:], t[one]
+    g, h, gerr = g.copy(), h.copy(), gerr.copy()
+    g[one] = (-3.0 * f0 + 4.0 * f1 - f2) / (2.0 * tk)
+    curv = (f0 - 2.0 * f1 + f2) / (tk * tk)
+    cut = 16.0 * _EPS * np.maximum(np.maximum(abs(f0), np.abs(f1)), np.abs(f2)) / (tk * tk) if floor is not None \
+        else 3.0 * 8.0 * sigma / (tk * tk)
+    h[one] = np.where(np.abs(curv) > cut, curv, 0.0)
+    gerr[one] = 8.0 * sigma / np.abs(tk)
+    return g, h, gerr
 
 
 def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, force: Array, tol: float,

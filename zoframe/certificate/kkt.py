@@ -171,7 +171,7 @@ def _kkt_once(
     else:
         s = max(1.0, float(np.abs(x).max()))
         D = scaled_differences(x, _constrained_scales(x, box), box, step) if own_scales else _difference_points(x, box, step)
-    obj = _objective_at(ev, x, D, V0, noise)
+    obj = _objective_at(ev, x, D, V0, noise, box)
     ref = _reference(obj, s)
     band = 10.0 * tol * s
     rows: list[Array] = []  # gradients of the nearly active constraints / bounds
