@@ -55,7 +55,9 @@ One iteration (:func:`precision_step`, the lines ``# P.k`` in the code)::
     P0  once noise is seen: the estimate is made again when |f| moved tenfold from where it was made (noise relative
         to the values shrinks with them), and NOISE_LIMITED is only said with an estimate made where |f| was at most
         twice its value now (else the estimate is made at the point and the phase goes on); before: it is made
-        when the KKT residual has not halved for five iterations while |f| moved by at most 1e-6 of itself
+        when the KKT residual has not halved for five iterations while |f| moved by at most 1e-6 of itself, and
+        asked once after fifteen such iterations whatever f did (the objective's line first; kept only when the
+        level stands well above the rounding of the values)
     P1  W = {j : lambda_j > 0 at the last QP} + the top-K constraints of the last full pass
     P2  grad f (all n components) and J_W by central differences: one objective call over 2d
         points, one constraint call over 2d + 1 points (g_W at x too), all inside the bounds; where a
@@ -207,6 +209,9 @@ _NOISE_POINTS = 9
 #: moved by at most _FLAT_F of its size asks what the values can resolve (the estimate is made with the next
 #: iteration's differences; a noise above about 1e-7 of |f| shows in the first differences already, see _ROUGH)
 _FLAT, _FLAT_F = 5, 1e-6
+#: P0: with the noise not yet estimated, a KKT residual that has not halved in this many iterations (f moving or not)
+#: asks once, and counts only a level well above the rounding (a smooth function's differences can pass ECNoise)
+_LONG = 15
 #: P3, once noise is seen: after this many quasi-Newton pairs in a row skipped as within the noise, B afresh
 _HIDDEN = 3
 #: the relative floor of a scale: at least this fraction of the typical size of the other variables
@@ -1080,16 +1085,23 @@ def _iteration(
     rough = not cheap and _rough(dif.d2f, dif.fvals) and _noise_cost(oracle, int(W.shape[0])) <= max(
         iteration_cost(oracle, int(W.shape[0])), 0.05 * (remaining if remaining is not None else 0))
     stuck = st.flat >= _FLAT and abs(st.fx - st.f_low) <= _FLAT_F * max(abs(st.fx), abs(st.f_low))  # P0: noise suspected
+    long = st.flat >= _LONG and st.noise_evals == 0  # P0: a long stall, f still moving: asked once
     if settings.noise and rng is not None and st.noise_kind == NOISE_UNKNOWN and (
-        (st.it == 0 and (cheap or rough)) or stuck
+        (st.it == 0 and (cheap or rough)) or stuck or long
     ):
         if cheap or stuck:  # cheap: at once (the next steps follow it); stuck: the values may resolve no more
             st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=not stuck or st.it > 0)
-        else:  # rough first differences: noise suspected. The estimate draws from a stream of its own (the run's stays
-            # as it was) and counts only when it finds a level well above the rounding of the values
-            seen = _with_noise(oracle, st, W, _side_stream(rng), dif.d2f, pinned=False)
+        else:  # rough first differences, or a long stall: noise suspected. The estimate draws from a stream of its
+            # own (the run's stays as it was) and counts only when it finds a level well above the rounding of the values
+            # (a long stall first asks the objective alone, 9 values a line: the working set's too only when it is)
+            probe = W if st.it == 0 else W[:0]
+            seen = _with_noise(oracle, st, probe, _side_stream(rng), dif.d2f, pinned=False)
             top = float(np.abs(dif.fvals).max(initial=0.0))
             clear = seen.noise_kind == NOISE_SEEN and seen.noise_f >= _ROUGH * _EPS * top
+            if clear and probe.shape[0] < W.shape[0]:
+                seen = _with_noise(oracle, dataclasses.replace(seen, noise_kind=NOISE_UNKNOWN), W, _side_stream(rng),
+                                   dif.d2f, pinned=False)  # fmt: skip
+                clear = seen.noise_kind == NOISE_SEEN
             st = seen if clear else dataclasses.replace(st, noise_evals=seen.noise_evals)
         base.update(_recheck(st, dif))
         again = oracle.remaining is None or oracle.remaining >= 2 * iteration_cost(oracle, int(W.shape[0]))
