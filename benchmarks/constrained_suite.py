@@ -110,10 +110,15 @@ def _jacobian(fun: Any, x: np.ndarray) -> np.ndarray:
     return np.asarray((16 * r2 - r1) / 15)
 
 
+#: a constraint or bound within this distance (times max(1, |x|_inf)) of active is active in :func:`claim_check`
+_ACTIVE = 1e-6
+
+
 def claim_check(tp: TestProblem, x: np.ndarray) -> dict[str, Any]:
     """Whether a claimed point that is not the published optimum is a local minimum of another kind: the KKT residual
     from exact derivatives (multipliers by non-negative least squares over the constraints and bounds within
-    ``1e-8 s`` of active, ``s = max(1, |x|_inf)``), and the second-order test, the least eigenvalue of the
+    ``1e-6 s`` of active, ``s = max(1, |x|_inf)``: the feasibility tolerance the runs are held to, so that a
+    constraint at ``-7e-8`` of a claimed point counts as active), and the second-order test, the least eigenvalue of the
     Lagrangian's Hessian (central differences of the exact gradients) on the null space of the active rows that carry
     a multiplier (none: a vertex, a strict local minimum under strict complementarity). ``verdict``: ``"local
     minimum"`` (residual <= 1e-6 of max(1, |grad f|) and the eigenvalue >= -1e-6 of the Hessian's size), ``"not a
@@ -127,9 +132,10 @@ def claim_check(tp: TestProblem, x: np.ndarray) -> dict[str, Any]:
     gv = tp.g(x[None, :])[0]
     J = _jacobian(tp.g, x).T  # (m, d)
     eye = np.eye(d)
-    rows = [J[j] for j in range(gv.shape[0]) if gv[j] >= -1e-8 * scale * max(float(np.linalg.norm(J[j])), 1e-300)]
-    rows += [-eye[i] for i in range(d) if np.isfinite(lo[i]) and x[i] - lo[i] <= 1e-8 * scale]
-    rows += [eye[i] for i in range(d) if np.isfinite(hi[i]) and hi[i] - x[i] <= 1e-8 * scale]
+    band = _ACTIVE * scale
+    rows = [J[j] for j in range(gv.shape[0]) if gv[j] >= -band * max(float(np.linalg.norm(J[j])), 1e-300)]
+    rows += [-eye[i] for i in range(d) if np.isfinite(lo[i]) and x[i] - lo[i] <= band]
+    rows += [eye[i] for i in range(d) if np.isfinite(hi[i]) and hi[i] - x[i] <= band]
     A = np.asarray(rows).reshape(-1, d)
     lam = nnls(A.T, -gf, maxiter=100 * max(A.shape[0], d))[0] if A.shape[0] else np.zeros(0)
     resid = float(np.abs(gf + A.T @ lam).max()) / max(1.0, float(np.abs(gf).max()))
@@ -137,7 +143,7 @@ def claim_check(tp: TestProblem, x: np.ndarray) -> dict[str, Any]:
     rank = int(np.linalg.matrix_rank(strong)) if strong.shape[0] else 0
     eig = math.inf
     if rank < d:  # the reduced Hessian on the null space of the strongly active rows
-        gcon = [j for j in range(gv.shape[0]) if gv[j] >= -1e-8 * scale * max(float(np.linalg.norm(J[j])), 1e-300)]
+        gcon = [j for j in range(gv.shape[0]) if gv[j] >= -band * max(float(np.linalg.norm(J[j])), 1e-300)]
         lam_g = lam[: len(gcon)]
 
         def grad_l(y: np.ndarray) -> np.ndarray:
