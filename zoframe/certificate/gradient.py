@@ -78,7 +78,7 @@ def _objective_at(
     typical component gradient of a finite sum. ``V0``: the components' values at ``x`` if known; ``noise``:
     the noise at ``x`` (:func:`zoframe.certificate.noise.objective_noise`; ``None``: the rounding alone).
     ``box``: where a bound leaves one side only (``x`` at the bound), a third point twice as far on the open side
-    (one more call over those coordinates) makes the difference second-order and gives its curvature: a
+    (one more call over those coordinates) makes the difference second-order: a
     one-sided difference is off by ``h |f''| / 2``, which a step sized to a noise relative to ``|f| ~ 0`` makes
     larger than the gradient itself (a minimiser ``0.007`` inside a bound read as a positive slope over a step of
     ``0.036``)."""
@@ -116,7 +116,7 @@ def _objective_at(
     herr = np.where(both, 4.0 * sigma / np.where(both, D.a * D.b, 1.0), 0.0)
     h = np.where(np.abs(h) > (hn if quiet else np.maximum(hn, 3.0 * herr)), h, 0.0)
     gerr = np.where(span > 0, 4.0 * sigma / np.where(span > 0, span, 1.0), 0.0)
-    g, h, gerr = _at_bounds(ev, x, D, box, f0, g, h, gerr, sigma, hn if quiet else None)
+    g, h, gerr = _at_bounds(ev, x, D, box, f0, g, h, gerr, sigma)
     if n > 1:
         comp = float(np.sqrt(sq).mean())
     else:  # one component: its gradient is the gradient, lowered by its error under noise
@@ -127,13 +127,14 @@ def _objective_at(
 
 def _at_bounds(
     ev: Evals, x: Array, D: _Differences, box: tuple[Array, Array] | None, f0: float, g: Array, h: Array, gerr: Array,
-    sigma: float, floor: Array | None,
+    sigma: float,
 ) -> tuple[Array, Array, Array]:
     """The coordinates whose difference is one-sided (a bound at ``x`` on the other side), where the box holds a
     third point ``x + 2 t e_k`` (``t`` the one step): the three-point one-sided derivative ``(-3 f_0 + 4 f_1 -
-    f_2) / (2 t)`` and curvature ``(f_0 - 2 f_1 + f_2) / t^2`` (kept above its rounding ``floor`` or, under
-    noise, above three times its noise error ``8 sigma / t^2``), the gradient's error ``2 sigma (3 + 4 + 1) /
-    (2 |t|)``. ``g``, ``h``, ``gerr`` as they were elsewhere."""
+    f_2) / (2 t)`` and its error ``2 sigma (3 + 4 + 1) / (2 |t|)``. The curvature stays 0 there, as with two
+    points: it only enlarges the reference a residual is judged on, and at a vertex of the box, where no line
+    inside it can estimate the noise, a noisy second difference over the step taken for rounding-level values
+    is mostly noise (``sigma / t^2``) and would excuse any slope. ``g``, ``h``, ``gerr`` as they were elsewhere."""
     if box is None:
         return g, h, gerr
     t = np.where(D.b == 0.0, D.a, np.where(D.a == 0.0, -D.b, 0.0))
@@ -147,12 +148,8 @@ def _at_bounds(
     P[k + np.arange(k), one] += 2.0 * t[one]
     F = np.asarray(ev.objective(P), dtype=np.float64).mean(axis=1)  # one call: the near and the far points
     f1, f2, tk = F[:k], F[k:], t[one]
-    g, h, gerr = g.copy(), h.copy(), gerr.copy()
+    g, gerr = g.copy(), gerr.copy()
     g[one] = (-3.0 * f0 + 4.0 * f1 - f2) / (2.0 * tk)
-    curv = (f0 - 2.0 * f1 + f2) / (tk * tk)
-    cut = 16.0 * _EPS * np.maximum(np.maximum(abs(f0), np.abs(f1)), np.abs(f2)) / (tk * tk) if floor is not None \
-        else 3.0 * 8.0 * sigma / (tk * tk)
-    h[one] = np.where(np.abs(curv) > cut, curv, 0.0)
     gerr[one] = 8.0 * sigma / np.abs(tk)
     return g, h, gerr
 

@@ -100,23 +100,29 @@ def values_noise(
     ``magnitude``: the columns' sizes at ``x``), 0 where it finds the rounding alone or no level at all. ``scales``: the variables' scales at
     ``x`` (the line is drawn in the variables ``z = x / scales``, so that its steps are relative to each
     variable's own size, not to a floor of 1). ``box``: the line moves only along the variables that have room
-    inside it (at least 1e-3 of their scale to either bound); a line point outside it is not a value of the line
-    (NaN: that attempt gives no level; clipped, it would put a kink in the table that ECNoise can read as noise)."""
+    inside it (at least 1e-3 of their scale to either bound); where none has, a ray from ``x`` into the box; a
+    point outside the box is not a value of the line (NaN: that attempt gives no level; clipped, it would put a
+    kink in the table that ECNoise can read as noise)."""
     from zoframe.noise import estimate_noise
 
     c = point_scale_vector(x) if scales is None else np.asarray(scales, dtype=np.float64)
     free = np.arange(x.shape[0])
+    inward = np.zeros(0)
     if box is not None:
         room = np.minimum(x - box[0], box[1] - x)
         free = np.flatnonzero(room >= 1e-3 * c)
-        if not free.shape[0]:
-            free = np.flatnonzero(room > 0)
-        if not free.shape[0]:  # a vertex of the box: no line inside it; the rounding alone
-            return np.zeros(np.asarray(magnitude).shape[0]), 0, "no line inside the box to estimate the noise on"
+        if not free.shape[0]:  # at (or next to) a vertex of the box: no line through x inside it. A ray from x
+            # into the box instead (the same equally spaced points, shifted to start at x, each coordinate moving
+            # away from its nearer bound): the noise at a vertex is measured, not assumed to be the rounding
+            free = np.arange(x.shape[0])
+            inward = np.where(x - box[0] <= box[1] - x, 1.0, -1.0)
 
     def in_z(Z: Array) -> Array:
         P = np.repeat(x[None, :], Z.shape[0], axis=0)
-        P[:, free] = Z * c[free]
+        if inward.shape[0]:  # the ray: x + c (s |Z_i - Z_0|), i = 0..p-1 (Z_i - Z_0 = i h u: one sign per column)
+            P = P + c[None, :] * inward[None, :] * np.abs(Z - Z[:1])
+        else:
+            P[:, free] = Z * c[free]
         if box is None:
             out: Array = fun(P)
             return out
