@@ -1090,7 +1090,7 @@ def _iteration(
         (st.it == 0 and (cheap or rough)) or stuck or long
     ):
         if cheap or stuck:  # cheap: at once (the next steps follow it); stuck: the values may resolve no more
-            st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=not stuck or st.it > 0)
+            st = _with_noise(oracle, st, W, rng, dif.d2f, pinned=st.it > 0)
         else:  # rough first differences, or a long stall: noise suspected. The estimate draws from a stream of its
             # own (the run's stays as it was) and counts only when it finds a level well above the rounding of the values
             # (a long stall first asks the objective alone, 9 values a line: the working set's too only when it is)
