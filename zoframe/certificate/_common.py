@@ -115,6 +115,15 @@ def _derivatives(v0: Array, vp: Array, vm: Array, a1: Array, b1: Array) -> tuple
     return grad, curv, noise
 
 
+def _standing_out(curv: Array, floor: Array, sigma: float, a: Array, b: Array) -> Array:
+    """``curv`` (from :func:`_derivatives`, rows by coordinate) where it stands out of its rounding ``floor`` and of
+    three times its noise error ``4 sigma / (a b)`` (values off by up to ``2 sigma`` each), else 0."""
+    ab = (a * b).reshape(a.shape + (1,) * (curv.ndim - 1))
+    herr = np.where(ab > 0, 4.0 * sigma / np.where(ab > 0, ab, 1.0), 0.0)
+    out: Array = np.where(np.abs(curv) > np.maximum(floor, 3.0 * herr), curv, 0.0)
+    return out
+
+
 def _unit(d: int, i: int) -> Array:
     e = np.zeros(d)
     e[i] = 1.0

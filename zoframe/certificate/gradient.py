@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from zoframe.certificate._common import _EPS, _STEP, Evals, _derivatives, _Differences
+from zoframe.certificate._common import _EPS, _STEP, Evals, _derivatives, _Differences, _standing_out
 from zoframe.certificate.noise import Noise
 from zoframe.protocols import Array
 
@@ -111,12 +111,10 @@ def _objective_at(
     rounding = 64.0 * _EPS * max(a0, float(ap.max(initial=0.0)), float(am.max(initial=0.0)))
     sigma = rounding if noise is None else max(noise.f, rounding)
     quiet = noise is None or noise.rounding
-    both = (D.a > 0) & (D.b > 0)
     # the curvature where it stands out: of its rounding floor (noise-free values), or of three times its noise error
-    herr = np.where(both, 4.0 * sigma / np.where(both, D.a * D.b, 1.0), 0.0)
-    h = np.where(np.abs(h) > (hn if quiet else np.maximum(hn, 3.0 * herr)), h, 0.0)
+    h = _standing_out(h, hn, 0.0 if quiet else sigma, D.a, D.b)
     gerr = np.where(span > 0, 4.0 * sigma / np.where(span > 0, span, 1.0), 0.0)
-    g, h, gerr = _at_bounds(ev, x, D, box, f0, g, h, gerr, sigma)
+    g, gerr = _at_bounds(ev, x, D, box, f0, g, gerr, sigma)
     if n > 1:
         comp = float(np.sqrt(sq).mean())
     else:  # one component: its gradient is the gradient, lowered by its error under noise
@@ -126,22 +124,22 @@ def _objective_at(
 
 
 def _at_bounds(
-    ev: Evals, x: Array, D: _Differences, box: tuple[Array, Array] | None, f0: float, g: Array, h: Array, gerr: Array,
+    ev: Evals, x: Array, D: _Differences, box: tuple[Array, Array] | None, f0: float, g: Array, gerr: Array,
     sigma: float,
-) -> tuple[Array, Array, Array]:
+) -> tuple[Array, Array]:
     """The coordinates whose difference is one-sided (a bound at ``x`` on the other side), where the box holds a
     third point ``x + 2 t e_k`` (``t`` the one step): the three-point one-sided derivative ``(-3 f_0 + 4 f_1 -
     f_2) / (2 t)`` and its error ``2 sigma (3 + 4 + 1) / (2 |t|)``. The curvature stays 0 there, as with two
     points: it only enlarges the reference a residual is judged on, and at a vertex of the box, where no line
     inside it can estimate the noise, a noisy second difference over the step taken for rounding-level values
-    is mostly noise (``sigma / t^2``) and would excuse any slope. ``g``, ``h``, ``gerr`` as they were elsewhere."""
+    is mostly noise (``sigma / t^2``) and would excuse any slope. ``g``, ``gerr`` as they were elsewhere."""
     if box is None:
-        return g, h, gerr
+        return g, gerr
     t = np.where(D.b == 0.0, D.a, np.where(D.a == 0.0, -D.b, 0.0))
     far = x + 2.0 * t
     one = np.flatnonzero((t != 0.0) & (far >= box[0]) & (far <= box[1]))
     if not one.shape[0]:
-        return g, h, gerr
+        return g, gerr
     k = one.shape[0]
     P = np.repeat(x[None, :], 2 * k, axis=0)
     P[np.arange(k), one] += t[one]
@@ -151,7 +149,7 @@ def _at_bounds(
     g, gerr = g.copy(), gerr.copy()
     g[one] = (-3.0 * f0 + 4.0 * f1 - f2) / (2.0 * tk)
     gerr[one] = 8.0 * sigma / np.abs(tk)
-    return g, h, gerr
+    return g, gerr
 
 
 def _coordinate_ratio(obj: _Objective, x: Array, D: _Differences, resid: Array, force: Array, tol: float,

@@ -16,6 +16,7 @@ from zoframe.certificate._common import (
     _difference_points,
     _Differences,
     _ratio,
+    _standing_out,
     _unit,
 )
 from zoframe.certificate.gradient import (
@@ -232,9 +233,8 @@ def _kkt_once(
                 C = ev.constraints(D.points(lo_i, hi_i), ids_b)  # (2k, K)
                 k = hi_i - lo_i
                 gk, hk, nk = _derivatives(vals_b, C[:k], C[k:], D.a[lo_i:hi_i], D.b[lo_i:hi_i])
-                herr = 4.0 * sigma_c / np.maximum(D.a[lo_i:hi_i] * D.b[lo_i:hi_i], 1e-300)[:, None]
                 Gc[:, lo_i:hi_i] = gk.T
-                Hc[:, lo_i:hi_i] = np.where(np.abs(hk) > np.maximum(nk, 3.0 * herr), np.abs(hk), 0.0).T
+                Hc[:, lo_i:hi_i] = np.abs(_standing_out(hk, nk, sigma_c, D.a[lo_i:hi_i], D.b[lo_i:hi_i])).T
             n_cand = hi_c
             gn = np.linalg.norm(Gc, axis=1)
             gn_max = max(gn_max, float(gn.max(initial=0.0)))
